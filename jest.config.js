@@ -1,0 +1,9 @@
+/** Unit specs live beside the code (lib/**/*.spec.ts); integration and e2e specs under test/. */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/lib', '<rootDir>/test', '<rootDir>/sample-app'],
+  testMatch: ['**/*.spec.ts', '**/*.e2e-spec.ts'],
+  testPathIgnorePatterns: ['/node_modules/', '/dist/', '/test/bench/'],
+  transform: { '^.+\\.ts$': ['ts-jest', { isolatedModules: true, tsconfig: 'tsconfig.json' }] },
+  testTimeout: 60000,
+};
