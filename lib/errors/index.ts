@@ -1,0 +1,6 @@
+export * from './lock.error';
+export * from './lock-not-acquired.error';
+export * from './lock-unavailable.error';
+export * from './lock-lost.error';
+export * from './invalid-lock-key.error';
+export * from './lock-options.error';

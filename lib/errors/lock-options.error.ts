@@ -1,0 +1,22 @@
+import { LockError } from './lock.error';
+
+/** An option given to LockModule (or to one call) is not valid. Fails the application's bootstrap. */
+export class LockOptionsError extends LockError {
+  constructor(
+    readonly option: string,
+    readonly value: unknown,
+    expected: string,
+  ) {
+    super(`Invalid lock option '${option}': ${show(value)}. Expected ${expected}.`);
+  }
+}
+
+function show(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number' || typeof value === 'boolean' || value === undefined || value === null) {
+    return String(value);
+  }
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  const name = (value as object).constructor?.name;
+  return name && name !== 'Object' ? `an instance of ${name}` : `a ${typeof value}`;
+}

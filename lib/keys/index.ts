@@ -1,0 +1,2 @@
+export * from './lock-key.validator';
+export * from './lock-key-namer';

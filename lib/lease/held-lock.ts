@@ -1,0 +1,62 @@
+import type { Lock } from '../lock.interface';
+import type { Lease } from './lease';
+
+/**
+ * The Lock handle a caller gets. It holds one lease it was granted, and, under reentrancy, leases its
+ * async context already held for some of the keys (borrowed: counted, so an inner release does not end
+ * the outer holder's lease).
+ */
+export class HeldLock implements Lock {
+  readonly keys: readonly string[];
+  readonly fences: Readonly<Record<string, number>>;
+  private released = false;
+  private combinedSignal: AbortSignal | undefined;
+
+  constructor(
+    keys: readonly string[],
+    /** The leases behind this handle; the grant of this call, if any, comes last. */
+    readonly leases: readonly Lease[],
+    private readonly onRelease: (lease: Lease) => Promise<boolean>,
+  ) {
+    this.keys = keys;
+    const fences: Record<string, number> = {};
+    for (const lease of leases) {
+      lease.terms.names.forEach((name, index) => (fences[name.name] = lease.terms.fences[index]));
+    }
+    this.fences = Object.freeze(fences);
+  }
+
+  get token(): string {
+    return this.leases[this.leases.length - 1].token;
+  }
+
+  get fence(): number {
+    return this.fences[this.keys[0]];
+  }
+
+  get signal(): AbortSignal {
+    if (this.leases.length === 1) return this.leases[0].signal;
+    this.combinedSignal ??= AbortSignal.any(this.leases.map((lease) => lease.signal));
+    return this.combinedSignal;
+  }
+
+  /** True while every lease behind this handle is held. */
+  get isHeld(): boolean {
+    return !this.released && this.leases.every((lease) => lease.isHeld);
+  }
+
+  async extend(ttl?: number): Promise<void> {
+    await Promise.all(this.leases.map((lease) => lease.extend(ttl ?? lease.terms.ttl)));
+  }
+
+  async release(): Promise<boolean> {
+    if (this.released) return false;
+    this.released = true;
+    const results = await Promise.all(this.leases.map((lease) => this.onRelease(lease)));
+    return results.every(Boolean);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.release();
+  }
+}

@@ -1,0 +1,169 @@
+import type { Logger } from '@nestjs/common';
+import { LockLostError } from '../errors';
+import type { LockKeyNames, LockStore } from '../stores/lock-store.interface';
+import type { RenewalScheduler, ScheduledTask } from './renewal-scheduler';
+
+/** What a lease needs from the service that granted it. */
+export interface LeaseHost {
+  readonly store: LockStore;
+  readonly scheduler: RenewalScheduler;
+  readonly logger: Logger;
+  /** Called once when the lease ends (released or lost), so the host can forget it. */
+  ended(lease: Lease): void;
+}
+
+export interface LeaseTerms {
+  readonly names: readonly LockKeyNames[];
+  readonly token: string;
+  readonly fences: readonly number[];
+  readonly validUntil: number;
+  /** The lease length each renewal asks for. */
+  readonly ttl: number;
+  readonly autoExtend: boolean;
+  /** performance.now() time after which no renewal extends the lease (maxHold). */
+  readonly holdUntil: number;
+}
+
+type LeaseState = 'held' | 'released' | 'lost';
+
+/**
+ * One grant from the store, and everything that keeps it: auto-extension (around ttl/3), the local
+ * validity deadline on the monotonic clock, and the signal that aborts once the grant is known lost.
+ * Several Lock handles can share one lease (reentrancy); it is released in the store when the last
+ * handle lets go.
+ */
+export class Lease implements ScheduledTask {
+  dueAt = 0;
+  heapIndex = -1;
+  /** Handles still holding this lease. */
+  holds = 1;
+  readonly keys: readonly string[];
+  private state: LeaseState = 'held';
+  private validUntil: number;
+  private renewAt: number;
+  private renewing = false;
+  private controller: AbortController | undefined;
+  private lostReason: LockLostError | undefined;
+
+  constructor(
+    private readonly host: LeaseHost,
+    readonly terms: LeaseTerms,
+  ) {
+    this.keys = terms.names.map((name) => name.name);
+    this.validUntil = terms.validUntil;
+    this.renewAt = performance.now() + terms.ttl / 3;
+    this.reschedule();
+  }
+
+  get token(): string {
+    return this.terms.token;
+  }
+
+  /** The service that granted this lease: reentrancy never crosses services (stores). */
+  get owner(): LeaseHost {
+    return this.host;
+  }
+
+  get isHeld(): boolean {
+    return this.state === 'held';
+  }
+
+  /** Made on first use: most locks are released without anyone reading their signal. */
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.lostReason) this.controller.abort(this.lostReason);
+    }
+    return this.controller.signal;
+  }
+
+  /** Renews now (an explicit Lock.extend). */
+  async extend(ttl: number): Promise<void> {
+    if (this.state !== 'held') throw this.lostReason ?? new LockLostError(this.keys, 'it was already released');
+    const validUntil = await this.host.store.extend({ keys: this.terms.names, token: this.terms.token, ttl });
+    if (validUntil === null) {
+      const lost = this.lose('the lease had expired or was taken when extending');
+      throw lost;
+    }
+    this.renewed(validUntil, ttl);
+  }
+
+  /** Ends the lease in the store. true when every key was still held by this grant. */
+  async release(): Promise<boolean> {
+    const wasHeld = this.state === 'held';
+    if (this.state === 'released') return false;
+    this.stop('released');
+    // A lease believed lost may still sit in Redis (its renewal just came too late): delete it anyway.
+    const released = await this.host.store.release(this.terms.names, this.terms.token);
+    return wasHeld && released;
+  }
+
+  /** Scheduler callback: the validity deadline or a renewal is due. */
+  run(): void {
+    if (this.state !== 'held') return;
+    const now = performance.now();
+    if (now >= this.validUntil) {
+      this.lose(
+        !this.terms.autoExtend || now >= this.terms.holdUntil
+          ? 'its lease ran out (auto-extension off, or maxHold reached)'
+          : 'it was not renewed before its validity ended (Redis unreachable, or the event loop blocked)',
+      );
+      return;
+    }
+    if (!this.renewing && this.renewable() && performance.now() >= this.renewAt) void this.renew();
+    this.reschedule();
+  }
+
+  private renewable(): boolean {
+    return this.terms.autoExtend && performance.now() < this.terms.holdUntil;
+  }
+
+  private async renew(): Promise<void> {
+    this.renewing = true;
+    const ttl = Math.min(this.terms.ttl, this.terms.holdUntil - performance.now());
+    let validUntil: number | null;
+    try {
+      validUntil = ttl >= 1 ? await this.host.store.extend({ keys: this.terms.names, token: this.terms.token, ttl }) : this.validUntil;
+    } catch (error) {
+      this.renewing = false;
+      if (this.state !== 'held') return;
+      // Unreachable for now: keep the validity we have and try again soon; the deadline decides.
+      this.host.logger.warn(`Renewing the lock on ${this.keys.join(', ')} failed: ${(error as Error).message}`);
+      this.renewAt = performance.now() + Math.min(this.terms.ttl / 10, 200);
+      this.reschedule();
+      return;
+    }
+    this.renewing = false;
+    if (this.state !== 'held') return;
+    if (validUntil === null) this.lose('the lease was gone when renewing it (expired, deleted or taken)');
+    else this.renewed(validUntil, this.terms.ttl);
+  }
+
+  private renewed(validUntil: number, ttl: number): void {
+    if (this.state !== 'held') return;
+    this.validUntil = Math.max(this.validUntil, validUntil);
+    this.renewAt = performance.now() + ttl / 3;
+    this.reschedule();
+  }
+
+  private reschedule(): void {
+    if (this.state !== 'held') return;
+    const renewAt = this.renewable() && !this.renewing ? this.renewAt : Infinity;
+    this.host.scheduler.schedule(this, Math.min(this.validUntil, renewAt));
+  }
+
+  private lose(reason: string): LockLostError {
+    const lost = new LockLostError(this.keys, reason);
+    if (this.state !== 'held') return lost;
+    this.lostReason = lost;
+    this.stop('lost');
+    this.controller?.abort(lost);
+    return lost;
+  }
+
+  private stop(state: LeaseState): void {
+    this.state = state;
+    this.host.scheduler.remove(this);
+    this.host.ended(this);
+  }
+}

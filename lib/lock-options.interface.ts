@@ -1,0 +1,69 @@
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+
+/** One Redis deployment: a URL, ioredis options (the module owns the client), or a client it borrows. */
+export type RedisConnection = string | RedisOptions | Redis | Cluster;
+
+/** One independent Redis master of a Redlock set (a Cluster is not a Redlock node). */
+export type RedlockNode = string | RedisOptions | Redis;
+
+/** Per-call options of acquire / tryAcquire / withLock. Unset fields fall back to the module's options. */
+export interface AcquireOptions {
+  /** Lease length in ms. */
+  ttl?: number;
+  /** How long to wait for a busy key, in ms; 0 makes one attempt. `Infinity` waits until `signal` aborts. */
+  wait?: number;
+  /** Renew the lease while it is held. */
+  autoExtend?: boolean;
+  /** Cap on the total hold time under auto-extension, in ms. */
+  maxHold?: number;
+  /** A context that already holds the keys gets them again at once. */
+  reentrant?: boolean;
+  /** Cancels waiting: the call rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** Options of @Locked: the acquire options plus what to do when the key stays busy. */
+export type LockedOptions = AcquireOptions & {
+  /** 'throw' (default) raises LockNotAcquiredError; 'skip' does not run the method and resolves undefined. */
+  onBusy?: 'throw' | 'skip';
+};
+
+export interface LockModuleOptions {
+  /** One Redis deployment (standalone, Sentinel or Cluster). Exclusive with `nodes`. */
+  redis?: RedisConnection;
+  /** Redlock over N independent masters, quorum floor(N/2)+1. Exclusive with `redis`. */
+  nodes?: readonly RedlockNode[];
+  /** Prepended to every Redis key. Default `lock:`. */
+  keyPrefix?: string;
+  /** Lease length in ms. Default 10000. */
+  ttl?: number;
+  /** How long acquire() and @Locked wait for a busy key, in ms. Default 10000. */
+  wait?: number;
+  /** Renew the lease while held. Default true. */
+  autoExtend?: boolean;
+  /** Cap on the total hold time under auto-extension, in ms. Default: no cap. */
+  maxHold?: number;
+  /** Clock-drift allowance as a fraction of the ttl (drift = ttl * driftFactor + 2 ms). Default 0.01. */
+  driftFactor?: number;
+  /** Reentrant acquisition inside a context that holds the key. Default true. */
+  reentrant?: boolean;
+  /**
+   * How long one Redis command may take before the store counts as unreachable, in ms.
+   * Default: ttl / 10, between 50 and 1000 (and always less than the ttl).
+   */
+  commandTimeout?: number;
+}
+
+/** The options after defaults were merged and every value was validated. */
+export interface ResolvedLockOptions {
+  readonly redis?: RedisConnection;
+  readonly nodes?: readonly RedlockNode[];
+  readonly keyPrefix: string;
+  readonly ttl: number;
+  readonly wait: number;
+  readonly autoExtend: boolean;
+  readonly maxHold: number;
+  readonly driftFactor: number;
+  readonly reentrant: boolean;
+  readonly commandTimeout?: number;
+}

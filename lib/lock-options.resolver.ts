@@ -1,0 +1,158 @@
+import type { Cluster, Redis } from 'ioredis';
+import { LockOptionsError } from './errors';
+import type {
+  AcquireOptions,
+  LockModuleOptions,
+  RedisConnection,
+  RedlockNode,
+  ResolvedLockOptions,
+} from './lock-options.interface';
+
+/** The documented defaults (README, "Configuration"). */
+export const LOCK_DEFAULTS = {
+  keyPrefix: 'lock:',
+  ttl: 10_000,
+  wait: 10_000,
+  autoExtend: true,
+  maxHold: Infinity,
+  driftFactor: 0.01,
+  reentrant: true,
+} as const;
+
+/** Merges the defaults into the module's options and validates every value, once, at bootstrap. */
+export function resolveLockOptions(options: LockModuleOptions | undefined): ResolvedLockOptions {
+  const given: LockModuleOptions = options ?? {};
+  if (typeof given !== 'object' || given === null) {
+    throw new LockOptionsError('options', given, 'an object of LockModuleOptions');
+  }
+  if (given.redis !== undefined && given.nodes !== undefined) {
+    throw new LockOptionsError('nodes', given.nodes, "no 'nodes' when 'redis' is given: they are exclusive");
+  }
+  if (given.redis !== undefined) checkConnection('redis', given.redis, true);
+  if (given.nodes !== undefined) {
+    if (!Array.isArray(given.nodes) || given.nodes.length === 0) {
+      throw new LockOptionsError('nodes', given.nodes, 'a non-empty array of Redis URLs, options or clients');
+    }
+    given.nodes.forEach((node: RedlockNode, index: number) => checkConnection(`nodes[${index}]`, node, false));
+  }
+  const keyPrefix = given.keyPrefix ?? LOCK_DEFAULTS.keyPrefix;
+  if (typeof keyPrefix !== 'string') throw new LockOptionsError('keyPrefix', keyPrefix, 'a string');
+  const ttl = positive('ttl', given.ttl ?? LOCK_DEFAULTS.ttl, false);
+  const driftFactor = given.driftFactor ?? LOCK_DEFAULTS.driftFactor;
+  if (typeof driftFactor !== 'number' || !(driftFactor >= 0 && driftFactor < 0.5)) {
+    throw new LockOptionsError('driftFactor', driftFactor, 'a number from 0 up to (not including) 0.5');
+  }
+  const commandTimeout =
+    given.commandTimeout === undefined ? undefined : positive('commandTimeout', given.commandTimeout, false);
+  return {
+    redis: given.redis,
+    nodes: given.nodes,
+    keyPrefix,
+    ttl,
+    wait: nonNegative('wait', given.wait ?? LOCK_DEFAULTS.wait),
+    autoExtend: flag('autoExtend', given.autoExtend ?? LOCK_DEFAULTS.autoExtend),
+    maxHold: positive('maxHold', given.maxHold ?? LOCK_DEFAULTS.maxHold, true),
+    driftFactor,
+    reentrant: flag('reentrant', given.reentrant ?? LOCK_DEFAULTS.reentrant),
+    commandTimeout,
+  };
+}
+
+/** The settings one acquisition runs with: the call's options over the module's. */
+export interface CallSettings {
+  readonly ttl: number;
+  readonly wait: number;
+  readonly autoExtend: boolean;
+  readonly maxHold: number;
+  readonly reentrant: boolean;
+  readonly signal?: AbortSignal;
+}
+
+/** Validates the options of one call (a LockOptionsError at the call) and merges the module's under them. */
+export function resolveCallSettings(module: ResolvedLockOptions, call: AcquireOptions | undefined): CallSettings {
+  if (call === undefined) return module;
+  if (typeof call !== 'object' || call === null) {
+    throw new LockOptionsError('options', call, 'an object of AcquireOptions');
+  }
+  const signal = call.signal;
+  if (signal !== undefined && !(signal instanceof AbortSignal)) {
+    throw new LockOptionsError('signal', signal, 'an AbortSignal');
+  }
+  return {
+    ttl: call.ttl === undefined ? module.ttl : positive('ttl', call.ttl, false),
+    wait: call.wait === undefined ? module.wait : nonNegative('wait', call.wait),
+    autoExtend: call.autoExtend === undefined ? module.autoExtend : flag('autoExtend', call.autoExtend),
+    maxHold: call.maxHold === undefined ? module.maxHold : positive('maxHold', call.maxHold, true),
+    reentrant: call.reentrant === undefined ? module.reentrant : flag('reentrant', call.reentrant),
+    signal,
+  };
+}
+
+function positive(option: string, value: unknown, infinityAllowed: boolean): number {
+  if (typeof value !== 'number' || !(value > 0) || (!infinityAllowed && !Number.isFinite(value))) {
+    throw new LockOptionsError(option, value, `a ${infinityAllowed ? '' : 'finite '}number of milliseconds above 0`);
+  }
+  return value;
+}
+
+function nonNegative(option: string, value: unknown): number {
+  if (typeof value !== 'number' || !(value >= 0)) {
+    throw new LockOptionsError(option, value, 'a number of milliseconds from 0 (one attempt) up to Infinity');
+  }
+  return value;
+}
+
+function flag(option: string, value: unknown): boolean {
+  if (typeof value !== 'boolean') throw new LockOptionsError(option, value, 'true or false');
+  return value;
+}
+
+/** A client instance is recognised by shape, so a second copy of ioredis in node_modules still works. */
+export function isRedisClient(value: unknown): value is Redis | Cluster {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { defineCommand?: unknown }).defineCommand === 'function' &&
+    typeof (value as { duplicate?: unknown }).duplicate === 'function'
+  );
+}
+
+export function isClusterClient(value: unknown): boolean {
+  return isRedisClient(value) && (value as { isCluster?: unknown }).isCluster === true;
+}
+
+function checkConnection(option: string, value: unknown, clusterAllowed: boolean): void {
+  if (typeof value === 'string') {
+    if (!/^(rediss?:\/\/|\/)/.test(value)) {
+      throw new LockOptionsError(option, value, 'a redis:// or rediss:// URL, or a unix socket path');
+    }
+    return;
+  }
+  if (isRedisClient(value)) {
+    if (!clusterAllowed && isClusterClient(value)) {
+      throw new LockOptionsError(option, value, 'an independent master: a Cluster is not a Redlock node');
+    }
+    return;
+  }
+  const isPlainObject =
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    [Object.prototype, null].includes(Object.getPrototypeOf(value));
+  const options = value as Record<string, unknown>;
+  if (!isPlainObject || !['host', 'port', 'path', 'sentinels'].some((field) => options[field] !== undefined)) {
+    throw new LockOptionsError(
+      option,
+      value,
+      'a Redis URL, ioredis options with host/port, path or sentinels, or an ioredis Redis' +
+        (clusterAllowed ? ' or Cluster' : '') +
+        ' instance',
+    );
+  }
+  if (options.port !== undefined && !(Number.isInteger(options.port) && Number(options.port) > 0 && Number(options.port) < 65536)) {
+    throw new LockOptionsError(`${option}.port`, options.port, 'an integer port from 1 to 65535');
+  }
+  if (options.host !== undefined && typeof options.host !== 'string') {
+    throw new LockOptionsError(`${option}.host`, options.host, 'a host name string');
+  }
+}

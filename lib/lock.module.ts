@@ -1,0 +1,39 @@
+import { Module } from '@nestjs/common';
+import { LOCK_OPTIONS, LOCK_STORE } from './lock.constants';
+import {
+  ConfigurableLockModule,
+  LOCK_MODULE_ASYNC_OPTIONS_TYPE,
+  LOCK_MODULE_OPTIONS,
+  LOCK_MODULE_OPTIONS_TYPE,
+} from './lock.module-definition';
+import type { LockModuleOptions } from './lock-options.interface';
+import { resolveLockOptions } from './lock-options.resolver';
+import { LockService } from './lock.service';
+import { createLockStore } from './stores/lock-store.factory';
+
+/**
+ * `LockModule.forRoot(options)` / `forRootAsync({ useFactory, inject, imports, useClass, useExisting })`.
+ * Options are merged with the defaults and validated once, when the module is instantiated: a bad option
+ * fails the application's bootstrap with a LockOptionsError.
+ */
+@Module({
+  providers: [
+    {
+      provide: LOCK_OPTIONS,
+      useFactory: (options: LockModuleOptions | undefined) => resolveLockOptions(options),
+      inject: [LOCK_MODULE_OPTIONS],
+    },
+    { provide: LOCK_STORE, useFactory: createLockStore, inject: [LOCK_OPTIONS] },
+    LockService,
+  ],
+  exports: [LockService, LOCK_OPTIONS],
+})
+export class LockModule extends ConfigurableLockModule {
+  static forRoot(options: typeof LOCK_MODULE_OPTIONS_TYPE = {}) {
+    return super.forRoot(options);
+  }
+
+  static forRootAsync(options: typeof LOCK_MODULE_ASYNC_OPTIONS_TYPE) {
+    return super.forRootAsync(options);
+  }
+}

@@ -1,0 +1,214 @@
+import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { LockNotAcquiredError, LockOptionsError, InvalidLockKeyError } from './errors';
+import { LockKeyNamer, normalizeKeys } from './keys';
+import { HeldLock } from './lease/held-lock';
+import { Lease, type LeaseHost } from './lease/lease';
+import { RenewalScheduler } from './lease/renewal-scheduler';
+import { randomToken } from './lease/token';
+import { LOCK_OPTIONS, LOCK_STORE } from './lock.constants';
+import type { Lock } from './lock.interface';
+import { LockContext } from './lock-context';
+import type { AcquireOptions, ResolvedLockOptions } from './lock-options.interface';
+import { resolveCallSettings, type CallSettings } from './lock-options.resolver';
+import type { AcquireOutcome, LockKeyNames, LockStore, ReleaseWatch } from './stores/lock-store.interface';
+
+/** Every LockService of the process shares one view of which locks each async context holds. */
+const context = new LockContext();
+
+/** How long shutdown waits for held locks to be released before closing the store anyway. */
+const SHUTDOWN_RELEASE_TIMEOUT_MS = 2_000;
+
+/** Longest single sleep: Node's timers overflow past 2^31 - 1 ms. */
+const MAX_SLEEP_MS = 2_147_483_647;
+
+type Granted = Extract<AcquireOutcome, { acquired: true }>;
+
+/**
+ * Mutual exclusion on named keys, across processes when the store is Redis. See the README for the
+ * guarantees; the public methods follow ../shared/API.md.
+ */
+@Injectable()
+export class LockService implements LeaseHost, OnApplicationShutdown {
+  readonly logger = new Logger(LockService.name);
+  readonly scheduler = new RenewalScheduler();
+  private readonly namer: LockKeyNamer;
+  private readonly held = new Set<Lease>();
+  private closed = false;
+
+  constructor(
+    @Inject(LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
+    @Inject(LOCK_STORE) readonly store: LockStore,
+  ) {
+    this.namer = new LockKeyNamer(options.keyPrefix);
+  }
+
+  /** Waits up to `wait` for the keys; LockNotAcquiredError when still busy, LockUnavailableError when unreachable. */
+  async acquire(key: string | string[], options?: AcquireOptions): Promise<Lock> {
+    const lock = await this.obtain(key, options, false);
+    return lock as Lock;
+  }
+
+  /** One attempt: the lock, or null when a key is busy. */
+  async tryAcquire(key: string | string[], options?: AcquireOptions): Promise<Lock | null> {
+    return this.obtain(key, options, true);
+  }
+
+  /**
+   * Runs `fn` holding the keys (renewed meanwhile) and always releases. Returns what `fn` returns and
+   * rethrows what it throws, unchanged: a failed release afterwards is logged, never thrown over it.
+   */
+  async withLock<T>(key: string | string[], fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    const lock = await this.acquire(key, options);
+    try {
+      return await this.runWithLock(lock, () => fn(lock));
+    } finally {
+      await this.releaseQuietly(lock);
+    }
+  }
+
+  async isLocked(key: string): Promise<boolean> {
+    if (typeof key !== 'string') throw new InvalidLockKeyError(key, 'isLocked takes one key, a string');
+    const [name] = normalizeKeys(key);
+    return this.store.isLocked(this.namer.names(name));
+  }
+
+  /** The innermost lock held by the calling async context, or undefined. */
+  current(): Lock | undefined {
+    return context.current();
+  }
+
+  /** Runs `fn` with `lock` as the calling context's current lock (for @Locked and withLock). */
+  runWithLock<T>(lock: Lock, fn: () => T): T {
+    if (!(lock instanceof HeldLock)) {
+      throw new LockOptionsError('lock', lock, 'a Lock obtained from this LockService');
+    }
+    return context.run(lock, fn);
+  }
+
+  /** Releases; a failure is logged, never thrown (the caller's own result must not be replaced). */
+  async releaseQuietly(lock: Lock): Promise<void> {
+    try {
+      const released = await lock.release();
+      if (!released && !lock.signal.aborted) {
+        this.logger.warn(`Lock on ${lock.keys.join(', ')} had already ended when released`);
+      }
+    } catch (error) {
+      this.logger.error(`Releasing the lock on ${lock.keys.join(', ')} failed: ${(error as Error).message}`);
+    }
+  }
+
+  /** LeaseHost: a lease ended (released or lost). */
+  ended(lease: Lease): void {
+    this.held.delete(lease);
+  }
+
+  /** Stops renewals, releases every lock still held, and closes what the store opened. */
+  async onApplicationShutdown(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const leases = [...this.held];
+    this.scheduler.clear();
+    if (leases.length > 0) {
+      this.logger.log(`Releasing ${leases.length} held lock(s) on shutdown`);
+      const releases = Promise.allSettled(leases.map((lease) => lease.release()));
+      await Promise.race([releases, sleep(SHUTDOWN_RELEASE_TIMEOUT_MS)]);
+    }
+    await this.store.close();
+  }
+
+  private async obtain(key: unknown, options: AcquireOptions | undefined, once: boolean): Promise<HeldLock | null> {
+    const keys = normalizeKeys(key);
+    const settings = resolveCallSettings(this.options, options);
+    if (this.closed) throw new LockOptionsError('LockService', 'closed', 'a running application (it is shutting down)');
+
+    const borrowed: Lease[] = [];
+    let missing = keys;
+    if (settings.reentrant) {
+      missing = [];
+      for (const name of keys) {
+        const lease = context.leaseFor(name, this);
+        if (lease && !borrowed.includes(lease)) borrowed.push(lease);
+        if (!lease) missing.push(name);
+      }
+    }
+    let own: Lease | undefined;
+    if (missing.length > 0) {
+      const names = missing.map((name) => this.namer.names(name));
+      const token = randomToken();
+      const granted = await this.grant(names, token, settings, keys, once);
+      if (!granted) return null;
+      own = new Lease(this, {
+        names,
+        token,
+        fences: granted.fences,
+        validUntil: granted.validUntil,
+        ttl: settings.ttl,
+        autoExtend: settings.autoExtend,
+        holdUntil: performance.now() + settings.maxHold,
+      });
+      this.held.add(own);
+    }
+    for (const lease of borrowed) lease.holds++;
+    return new HeldLock(keys, own ? [...borrowed, own] : borrowed, (lease) => this.letGo(lease));
+  }
+
+  /**
+   * Attempts until granted or `wait` runs out (`once`: a single attempt, null when busy). Between attempts the caller sleeps on the store's release
+   * announcements (no polling), with a fallback wake-up when the holder's lease would expire (expiry is
+   * not announced) plus random jitter, so waiters of several processes do not retry in step.
+   */
+  private async grant(
+    names: readonly LockKeyNames[],
+    token: string,
+    settings: CallSettings,
+    keys: readonly string[],
+    once: boolean,
+  ): Promise<Granted | null> {
+    const startedAt = performance.now();
+    const deadline = startedAt + (once ? 0 : settings.wait);
+    const ttl = Math.min(settings.ttl, settings.maxHold);
+    const signal = settings.signal;
+    let watch: ReleaseWatch | undefined;
+    try {
+      for (;;) {
+        signal?.throwIfAborted();
+        const seenBefore = watch?.seen ?? 0;
+        const outcome = await this.store.acquire({ keys: names, token, ttl });
+        if (outcome.acquired) {
+          if (signal?.aborted) {
+            await this.store.release(names, token).catch(() => undefined);
+            signal.throwIfAborted();
+          }
+          return outcome;
+        }
+        const now = performance.now();
+        if (now >= deadline) {
+          if (once) return null;
+          throw new LockNotAcquiredError(keys, Math.max(0, outcome.retryAfter), now - startedAt);
+        }
+        if (!watch) {
+          // Subscribe, then try again at once: a release between the attempt and the subscription was not seen.
+          watch = this.store.watch(names);
+          await watch.ready();
+          continue;
+        }
+        if (watch.seen !== seenBefore) continue;
+        const fallback = outcome.retryAfter > 0 ? outcome.retryAfter : settings.ttl;
+        const jitter = Math.random() * Math.min(50, fallback / 10 + 1);
+        await watch.next(Math.min(deadline - now, fallback + jitter, MAX_SLEEP_MS), signal);
+      }
+    } finally {
+      watch?.close();
+    }
+  }
+
+  private async letGo(lease: Lease): Promise<boolean> {
+    lease.holds--;
+    if (lease.holds > 0) return lease.isHeld;
+    return lease.release();
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

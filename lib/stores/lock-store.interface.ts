@@ -1,0 +1,70 @@
+/**
+ * The one seam between the lock engine and where leases live. LockService, @Locked, renewal, reentrancy
+ * and waiting are written against this interface only; memory, one Redis and Redlock implement it.
+ */
+
+/** The store-level names of one lock, derived once from its key and the prefix. */
+export interface LockKeyNames {
+  /** The key as the user gave it. */
+  readonly name: string;
+  /** Where the lease lives (`SET NX PX`). */
+  readonly lockKey: string;
+  /** The fencing counter of this key; never expires. Shares lockKey's hash slot. */
+  readonly fenceKey: string;
+  /** The channel a release of this key is announced on. */
+  readonly channel: string;
+}
+
+export interface AcquireRequest {
+  readonly keys: readonly LockKeyNames[];
+  readonly token: string;
+  /** Lease length in ms. */
+  readonly ttl: number;
+}
+
+export type AcquireOutcome =
+  | {
+      readonly acquired: true;
+      /** Fencing token per key, in the order of `keys`. */
+      readonly fences: readonly number[];
+      /** performance.now() time until which the lease is known valid (clock drift already deducted). */
+      readonly validUntil: number;
+    }
+  | {
+      readonly acquired: false;
+      /** ms until the blocking lease would expire if not renewed; -1 when unknown. */
+      readonly retryAfter: number;
+    };
+
+export interface LockStore {
+  /** Human-readable kind for logs and health: 'memory', 'redis' or 'redlock'. */
+  readonly kind: string;
+  /** One attempt, all keys or none. Rejects with LockUnavailableError when the store cannot answer. */
+  acquire(request: AcquireRequest): Promise<AcquireOutcome>;
+  /** Renews every key if all are still held with `token`: the new validUntil, or null when not held. */
+  extend(request: AcquireRequest): Promise<number | null>;
+  /** Compare-and-delete of every key; true when all were still held with `token`. */
+  release(keys: readonly LockKeyNames[], token: string): Promise<boolean>;
+  isLocked(key: LockKeyNames): Promise<boolean>;
+  /** Starts watching the keys for releases, so that a waiter can sleep instead of polling. */
+  watch(keys: readonly LockKeyNames[]): ReleaseWatch;
+  /** Resolves when the store answers; rejects with LockUnavailableError otherwise. */
+  ping(): Promise<void>;
+  /** Closes what the store opened itself; borrowed clients are left open. */
+  close(): Promise<void>;
+}
+
+/** A waiter's view of release announcements on some keys. */
+export interface ReleaseWatch {
+  /** How many releases of the watched keys were seen so far: compare around an attempt. */
+  readonly seen: number;
+  /** Resolves once a release announced from now on is certain to be seen. */
+  ready(): Promise<void>;
+  /**
+   * Sleeps until a release wakes this waiter (one waiter per release, first come first served),
+   * or `timeoutMs` passes. Rejects with the signal's reason when it aborts.
+   */
+  next(timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  /** Stops watching. */
+  close(): void;
+}

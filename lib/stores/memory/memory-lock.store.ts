@@ -1,0 +1,96 @@
+import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockStore, ReleaseWatch } from '../lock-store.interface';
+import { ReleaseHub } from '../shared/release-hub';
+
+interface Lease {
+  readonly token: string;
+  expiresAt: number;
+}
+
+/**
+ * Leases in a Map of this process: the same semantics as the Redis store (lease expiry, tokens, strictly
+ * increasing fences, release announcements for waiters), correct only among callers of this one process.
+ * One fence counter serves every key: strictly greater than any earlier grant of the same key, without a
+ * counter per key left behind in memory.
+ */
+export class MemoryLockStore implements LockStore {
+  readonly kind = 'memory';
+  private readonly leases = new Map<string, Lease>();
+  private fenceCounter = 0;
+  private readonly hub = new ReleaseHub({ subscribe: async () => undefined, unsubscribe: async () => undefined }, 0);
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(sweepIntervalMs = 30_000) {
+    // Leases that expire without a release would otherwise stay in the map.
+    this.sweeper = setInterval(() => this.sweepExpired(), sweepIntervalMs);
+    this.sweeper.unref();
+  }
+
+  async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
+    const now = performance.now();
+    for (const key of request.keys) {
+      const lease = this.live(key.lockKey, now);
+      if (lease) return { acquired: false, retryAfter: Math.ceil(lease.expiresAt - now) };
+    }
+    const fences = request.keys.map((key) => {
+      this.leases.set(key.lockKey, { token: request.token, expiresAt: now + request.ttl });
+      return ++this.fenceCounter;
+    });
+    return { acquired: true, fences, validUntil: now + request.ttl };
+  }
+
+  async extend(request: AcquireRequest): Promise<number | null> {
+    const now = performance.now();
+    const leases = request.keys.map((key) => this.live(key.lockKey, now));
+    if (leases.some((lease) => lease?.token !== request.token)) return null;
+    for (const lease of leases) (lease as Lease).expiresAt = now + request.ttl;
+    return now + request.ttl;
+  }
+
+  async release(keys: readonly LockKeyNames[], token: string): Promise<boolean> {
+    const now = performance.now();
+    let all = true;
+    for (const key of keys) {
+      const lease = this.live(key.lockKey, now);
+      if (lease?.token !== token) {
+        all = false;
+        continue;
+      }
+      this.leases.delete(key.lockKey);
+      this.hub.announce(key.channel, token);
+    }
+    return all;
+  }
+
+  async isLocked(key: LockKeyNames): Promise<boolean> {
+    return this.live(key.lockKey, performance.now()) !== undefined;
+  }
+
+  watch(keys: readonly LockKeyNames[]): ReleaseWatch {
+    return this.hub.watch(keys);
+  }
+
+  async ping(): Promise<void> {
+    return undefined;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    this.hub.clear();
+    this.leases.clear();
+  }
+
+  /** The lease on a key if it has not expired; an expired one is dropped on the way. */
+  private live(lockKey: string, now: number): Lease | undefined {
+    const lease = this.leases.get(lockKey);
+    if (lease && lease.expiresAt <= now) {
+      this.leases.delete(lockKey);
+      return undefined;
+    }
+    return lease;
+  }
+
+  private sweepExpired(): void {
+    const now = performance.now();
+    for (const [lockKey, lease] of this.leases) if (lease.expiresAt <= now) this.leases.delete(lockKey);
+  }
+}

@@ -1,0 +1,176 @@
+import { Logger } from '@nestjs/common';
+import Redis, { type Cluster, type RedisOptions } from 'ioredis';
+import { InvalidLockKeyError } from '../../errors';
+import type { LockKeyNames } from '../lock-store.interface';
+import { withTimeout } from '../shared/with-timeout';
+import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, RELEASE_SCRIPT } from './lock-scripts';
+
+/** The methods defineCommand adds to a client; namespaced so they cannot clash with a user's own. */
+interface LockScriptClient {
+  nestLockAcquire(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
+  nestLockExtend(numKeys: number, ...args: (string | number)[]): Promise<number>;
+  nestLockRelease(numKeys: number, ...args: string[]): Promise<number>;
+}
+
+type Client = Redis | Cluster;
+
+/** One node's answer to an acquire attempt. */
+export type NodeAcquireReply =
+  | { readonly acquired: true; readonly fences: number[] }
+  | { readonly acquired: false; readonly retryAfter: number };
+
+/**
+ * The lock scripts on one Redis connection (a standalone server, a Sentinel-managed master or a Cluster).
+ * The connection is either owned (made here from a URL or options, closed in close()) or borrowed (a client
+ * the user passed in: it gets the scripts defined on it and is never closed). Release announcements are
+ * received on a subscriber connection of its own, made on first use and always closed here.
+ * Every command is bounded by a timeout; connection failures reject with the driver's error, which the
+ * stores turn into LockUnavailableError; foreign data at a lock's keys is an InvalidLockKeyError.
+ */
+export class RedisLockNode {
+  private readonly logger = new Logger('LockStore');
+  private readonly client: Client;
+  private readonly owned: boolean;
+  private subscriber: Client | undefined;
+  private messageHandler: ((channel: string, token: string) => void) | undefined;
+
+  constructor(connection: string | RedisOptions | Client, readonly label: string) {
+    if (typeof connection === 'string' || !isClient(connection)) {
+      this.client = createOwnedClient(connection);
+      this.owned = true;
+      this.client.on('error', (error: Error) => this.logger.warn(`Redis ${label}: ${error.message}`));
+    } else {
+      this.client = connection;
+      this.owned = false;
+    }
+    const client = this.client as Client & Partial<LockScriptClient>;
+    if (!client.nestLockAcquire) {
+      this.client.defineCommand('nestLockAcquire', { lua: ACQUIRE_SCRIPT });
+      this.client.defineCommand('nestLockExtend', { lua: EXTEND_SCRIPT });
+      this.client.defineCommand('nestLockRelease', { lua: RELEASE_SCRIPT });
+    }
+  }
+
+  get isCluster(): boolean {
+    return (this.client as { isCluster?: boolean }).isCluster === true;
+  }
+
+  async acquire(keys: readonly LockKeyNames[], token: string, ttl: number, timeoutMs: number): Promise<NodeAcquireReply> {
+    const args: (string | number)[] = [];
+    for (const key of keys) args.push(key.lockKey);
+    for (const key of keys) args.push(key.fenceKey);
+    args.push(token, ttl);
+    const reply = await withTimeout(this.scripts().nestLockAcquire(keys.length * 2, ...args), timeoutMs).catch(
+      (error: unknown) => this.rethrow(error, keys),
+    );
+    const status = Number(reply[0]);
+    if (status === 1) return { acquired: true, fences: reply.slice(1).map(Number) };
+    if (status === 0) return { acquired: false, retryAfter: Number(reply[1]) };
+    const key = keys[Number(reply[1]) - 1];
+    throw new InvalidLockKeyError(
+      key.name,
+      `Redis key ${JSON.stringify(status === -1 ? key.lockKey : key.fenceKey)} holds data that is not this library's; ` +
+        `choose another key or keyPrefix`,
+    );
+  }
+
+  async extend(keys: readonly LockKeyNames[], token: string, ttl: number, timeoutMs: number): Promise<boolean> {
+    const args: (string | number)[] = keys.map((key) => key.lockKey);
+    args.push(token, ttl);
+    const reply = await withTimeout(this.scripts().nestLockExtend(keys.length, ...args), timeoutMs).catch(
+      (error: unknown) => this.rethrow(error, keys),
+    );
+    return Number(reply) === 1;
+  }
+
+  /** Returns how many of the keys still held `token` and were deleted. */
+  async release(keys: readonly LockKeyNames[], token: string, timeoutMs: number): Promise<number> {
+    const args: string[] = keys.map((key) => key.lockKey);
+    args.push(token);
+    for (const key of keys) args.push(key.channel);
+    const reply = await withTimeout(this.scripts().nestLockRelease(keys.length, ...args), timeoutMs).catch(
+      (error: unknown) => this.rethrow(error, keys),
+    );
+    return Number(reply);
+  }
+
+  async exists(key: LockKeyNames, timeoutMs: number): Promise<boolean> {
+    const count = await withTimeout(this.client.exists(key.lockKey), timeoutMs);
+    return count === 1;
+  }
+
+  async ping(timeoutMs: number): Promise<void> {
+    await withTimeout(this.client.ping(), timeoutMs);
+  }
+
+  /** Where release announcements go; set once by the store. */
+  onRelease(handler: (channel: string, token: string) => void): void {
+    this.messageHandler = handler;
+  }
+
+  async subscribe(channel: string, timeoutMs: number): Promise<void> {
+    await withTimeout(this.subscriberConnection().subscribe(channel), timeoutMs);
+  }
+
+  async unsubscribe(channel: string): Promise<void> {
+    await this.subscriber?.unsubscribe(channel);
+  }
+
+  /** Closes the subscriber (always ours) and the client only when this node made it. */
+  async close(): Promise<void> {
+    const closing: Promise<unknown>[] = [];
+    if (this.subscriber) closing.push(quit(this.subscriber));
+    if (this.owned) closing.push(quit(this.client));
+    this.subscriber = undefined;
+    await Promise.all(closing);
+  }
+
+  private subscriberConnection(): Client {
+    if (!this.subscriber) {
+      const subscriber = this.client.duplicate() as Client;
+      subscriber.on('error', (error: Error) => this.logger.warn(`Redis ${this.label} (subscriber): ${error.message}`));
+      subscriber.on('message', (channel: string, token: string) => this.messageHandler?.(channel, token));
+      this.subscriber = subscriber;
+    }
+    return this.subscriber;
+  }
+
+  private scripts(): LockScriptClient {
+    return this.client as unknown as LockScriptClient;
+  }
+
+  /** Foreign data or keys in different Cluster slots are the caller's mistake; anything else is the store's. */
+  private rethrow(error: unknown, keys: readonly LockKeyNames[]): never {
+    const message = error instanceof Error ? error.message : String(error);
+    if (message.startsWith('CROSSSLOT') || message.includes('cross slot') || message.includes('same slot')) {
+      throw new InvalidLockKeyError(
+        keys.map((key) => key.name),
+        'on Redis Cluster the keys of one multi-key lock must share a hash slot; ' +
+          'give them a common hash tag, e.g. "{account}:1" and "{account}:2"',
+      );
+    }
+    if (message.startsWith('WRONGTYPE')) {
+      throw new InvalidLockKeyError(keys[0].name, 'a Redis key of this lock holds data that is not this library\'s');
+    }
+    throw error;
+  }
+}
+
+function isClient(value: RedisOptions | Client): value is Client {
+  return typeof (value as Client).defineCommand === 'function';
+}
+
+function createOwnedClient(connection: string | RedisOptions): Redis {
+  // Auto-pipelining batches the commands of concurrent locks into one write; a small retry budget keeps a
+  // dead server from holding a caller far beyond the store's own command timeout.
+  const ours: RedisOptions = { enableAutoPipelining: true, maxRetriesPerRequest: 2 };
+  return typeof connection === 'string' ? new Redis(connection, ours) : new Redis({ ...ours, ...connection });
+}
+
+async function quit(client: Client): Promise<void> {
+  try {
+    await withTimeout(client.quit(), 1_000);
+  } catch {
+    client.disconnect();
+  }
+}

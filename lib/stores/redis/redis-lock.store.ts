@@ -1,0 +1,111 @@
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import { LockError, LockUnavailableError } from '../../errors';
+import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockStore, ReleaseWatch } from '../lock-store.interface';
+import { clockDrift, commandTimeoutFor } from '../shared/timing';
+import { ReleaseHub } from '../shared/release-hub';
+import { CommandTimeoutError } from '../shared/with-timeout';
+import { RedisLockNode } from './redis-lock-node';
+
+export interface RedisLockStoreOptions {
+  readonly driftFactor: number;
+  /** Fixed per-command timeout; by default derived from each call's ttl. */
+  readonly commandTimeout?: number;
+}
+
+/**
+ * Leases on one Redis deployment (standalone, Sentinel or Cluster): one script round trip to acquire,
+ * extend or release. Validity is counted from before the request was sent, minus clock drift, on the
+ * monotonic clock.
+ */
+export class RedisLockStore implements LockStore {
+  readonly kind = 'redis';
+  private readonly node: RedisLockNode;
+  private readonly hub: ReleaseHub;
+
+  constructor(
+    connection: string | RedisOptions | Redis | Cluster,
+    private readonly options: RedisLockStoreOptions,
+  ) {
+    this.node = new RedisLockNode(connection, 'redis');
+    this.hub = new ReleaseHub({
+      subscribe: (channel) => this.node.subscribe(channel, this.timeout(undefined)),
+      unsubscribe: (channel) => this.node.unsubscribe(channel),
+    });
+    this.node.onRelease((channel, token) => this.hub.announce(channel, token));
+  }
+
+  async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
+    const ttl = Math.max(1, Math.round(request.ttl));
+    const startedAt = performance.now();
+    const timeout = this.timeout(ttl);
+    try {
+      const reply = await this.node.acquire(request.keys, request.token, ttl, timeout);
+      if (!reply.acquired) return reply;
+      return { acquired: true, fences: reply.fences, validUntil: startedAt + ttl - clockDrift(ttl, this.options.driftFactor) };
+    } catch (error) {
+      if (error instanceof CommandTimeoutError) {
+        // The script may still run once Redis answers: take back whatever it would grant under this token.
+        this.node.release(request.keys, request.token, ttl).catch(() => undefined);
+      }
+      throw this.unavailable(error, request.keys, 'acquire');
+    }
+  }
+
+  async extend(request: AcquireRequest): Promise<number | null> {
+    const ttl = Math.max(1, Math.round(request.ttl));
+    const startedAt = performance.now();
+    try {
+      const extended = await this.node.extend(request.keys, request.token, ttl, this.timeout(ttl));
+      return extended ? startedAt + ttl - clockDrift(ttl, this.options.driftFactor) : null;
+    } catch (error) {
+      throw this.unavailable(error, request.keys, 'extend');
+    }
+  }
+
+  async release(keys: readonly LockKeyNames[], token: string): Promise<boolean> {
+    try {
+      return (await this.node.release(keys, token, this.timeout(undefined))) === keys.length;
+    } catch (error) {
+      throw this.unavailable(error, keys, 'release');
+    }
+  }
+
+  async isLocked(key: LockKeyNames): Promise<boolean> {
+    try {
+      return await this.node.exists(key, this.timeout(undefined));
+    } catch (error) {
+      throw this.unavailable(error, [key], 'isLocked');
+    }
+  }
+
+  watch(keys: readonly LockKeyNames[]): ReleaseWatch {
+    return this.hub.watch(keys);
+  }
+
+  async ping(): Promise<void> {
+    try {
+      await this.node.ping(this.timeout(undefined));
+    } catch (error) {
+      throw this.unavailable(error, [], 'ping');
+    }
+  }
+
+  async close(): Promise<void> {
+    this.hub.clear();
+    await this.node.close();
+  }
+
+  private timeout(ttl: number | undefined): number {
+    return this.options.commandTimeout ?? commandTimeoutFor(ttl);
+  }
+
+  private unavailable(error: unknown, keys: readonly LockKeyNames[], operation: string): Error {
+    if (error instanceof LockError) return error;
+    const detail = error instanceof Error ? error.message : String(error);
+    return new LockUnavailableError(
+      keys.map((key) => key.name),
+      `${operation} failed on Redis (${detail})`,
+      { cause: error },
+    );
+  }
+}

@@ -1,0 +1,150 @@
+import type { LockKeyNames, ReleaseWatch } from '../lock-store.interface';
+
+/** How a store learns of releases: subscribe to a channel, stop listening to it. */
+export interface ReleaseTransport {
+  /** Resolves once messages published on the channel from now on will be delivered to `hub.announce`. */
+  subscribe(channel: string): Promise<void>;
+  unsubscribe(channel: string): Promise<void>;
+}
+
+interface Sleeper {
+  wake(): void;
+}
+
+interface ChannelState {
+  /** Releases announced on this channel so far. */
+  releases: number;
+  /** Token of the last release announced: Redlock announces one release once per node. */
+  lastToken: string | undefined;
+  watchers: number;
+  /** Waiters asleep on this channel, in arrival order: a release wakes the first one only. */
+  readonly sleepers: Sleeper[];
+  subscribed: Promise<void> | undefined;
+  lingerTimer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * Turns release announcements into wake-ups, so waiters sleep instead of polling. Waiters of one process
+ * share one subscription per key, and a release wakes only the longest-waiting one: the others would only
+ * lose the race again, so waking them would cost a Redis command each (a thundering herd). A subscription
+ * outlives its last waiter by a short linger, so a hot key does not SUBSCRIBE/UNSUBSCRIBE on every wait.
+ */
+export class ReleaseHub {
+  private readonly channels = new Map<string, ChannelState>();
+
+  constructor(
+    private readonly transport: ReleaseTransport,
+    private readonly lingerMs = 2_000,
+  ) {}
+
+  /** Called by the transport for every release message; `token` is the releasing grant's token. */
+  announce(channel: string, token?: string): void {
+    const state = this.channels.get(channel);
+    if (!state) return;
+    if (token !== undefined && token !== '' && token === state.lastToken) return;
+    state.lastToken = token;
+    state.releases++;
+    state.sleepers.shift()?.wake();
+  }
+
+  watch(keys: readonly LockKeyNames[]): ReleaseWatch {
+    const states = keys.map((key) => this.open(key.channel));
+    return new HubWatch(this, states, keys.map((key) => key.channel));
+  }
+
+  /** @internal */
+  ready(channel: string, state: ChannelState): Promise<void> {
+    if (!state.subscribed) {
+      state.subscribed = this.transport.subscribe(channel).catch((error: unknown) => {
+        state.subscribed = undefined;
+        throw error;
+      });
+    }
+    return state.subscribed;
+  }
+
+  /** @internal */
+  closeChannel(channel: string, state: ChannelState): void {
+    if (--state.watchers > 0) return;
+    if (!state.subscribed) {
+      this.channels.delete(channel);
+      return;
+    }
+    state.lingerTimer = setTimeout(() => {
+      if (state.watchers > 0) return;
+      this.channels.delete(channel);
+      this.transport.unsubscribe(channel).catch(() => undefined);
+    }, this.lingerMs);
+    state.lingerTimer.unref();
+  }
+
+  /** Forgets every channel (shutdown); sleeping waiters are woken to find the store closed. */
+  clear(): void {
+    for (const state of this.channels.values()) {
+      if (state.lingerTimer) clearTimeout(state.lingerTimer);
+      for (const sleeper of state.sleepers.splice(0)) sleeper.wake();
+    }
+    this.channels.clear();
+  }
+
+  private open(channel: string): ChannelState {
+    let state = this.channels.get(channel);
+    if (!state) {
+      state = { releases: 0, lastToken: undefined, watchers: 0, sleepers: [], subscribed: undefined, lingerTimer: undefined };
+      this.channels.set(channel, state);
+    }
+    if (state.lingerTimer) {
+      clearTimeout(state.lingerTimer);
+      state.lingerTimer = undefined;
+    }
+    state.watchers++;
+    return state;
+  }
+}
+
+class HubWatch implements ReleaseWatch {
+  private closed = false;
+
+  constructor(
+    private readonly hub: ReleaseHub,
+    private readonly states: ChannelState[],
+    private readonly channels: string[],
+  ) {}
+
+  get seen(): number {
+    let total = 0;
+    for (const state of this.states) total += state.releases;
+    return total;
+  }
+
+  async ready(): Promise<void> {
+    await Promise.all(this.states.map((state, index) => this.hub.ready(this.channels[index], state)));
+  }
+
+  next(timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<void>((resolve, reject) => {
+      const sleeper: Sleeper = { wake: () => finish() };
+      const onAbort = (): void => finish(signal?.reason);
+      const timer = setTimeout(() => finish(), Math.max(0, timeoutMs));
+      const finish = (error?: unknown): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        for (const state of this.states) {
+          const index = state.sleepers.indexOf(sleeper);
+          if (index >= 0) state.sleepers.splice(index, 1);
+        }
+        if (error === undefined) resolve();
+        else reject(error);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      for (const state of this.states) state.sleepers.push(sleeper);
+    });
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.states.forEach((state, index) => this.hub.closeChannel(this.channels[index], state));
+  }
+}
