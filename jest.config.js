@@ -1,4 +1,4 @@
-/** Unit specs live beside the code (lib/**/*.spec.ts); integration and e2e specs under test/. */
+// Unit specs live beside the code (lib/.../*.spec.ts); integration and e2e specs under test/.
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/lib', '<rootDir>/test', '<rootDir>/sample-app'],
