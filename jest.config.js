@@ -4,6 +4,6 @@ module.exports = {
   roots: ['<rootDir>/lib', '<rootDir>/test'],
   testMatch: ['**/*.spec.ts', '**/*.e2e-spec.ts'],
   testPathIgnorePatterns: ['/node_modules/', '/dist/', '/test/bench/'],
-  transform: { '^.+\\.ts$': ['ts-jest', { isolatedModules: true, tsconfig: 'tsconfig.json' }] },
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   testTimeout: 60000,
 };

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { LockNotAcquiredError, LockOptionsError, InvalidLockKeyError } from './errors';
+import { InvalidLockKeyError, LockNotAcquiredError, LockOptionsError, LockUnavailableError } from './errors';
 import { LockKeyNamer, normalizeKeys } from './keys';
 import { HeldLock } from './lease/held-lock';
 import { Lease, type LeaseHost } from './lease/lease';
@@ -119,7 +119,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
   private async obtain(key: unknown, options: AcquireOptions | undefined, once: boolean): Promise<HeldLock | null> {
     const keys = normalizeKeys(key);
     const settings = resolveCallSettings(this.options, options);
-    if (this.closed) throw new LockOptionsError('LockService', 'closed', 'a running application (it is shutting down)');
+    if (this.closed) throw new LockUnavailableError(keys, 'the application is shutting down');
 
     const borrowed: Lease[] = [];
     let missing = keys;

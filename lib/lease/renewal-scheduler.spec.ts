@@ -1,0 +1,60 @@
+import { RenewalScheduler, type ScheduledTask } from './renewal-scheduler';
+
+function task(log: string[], name: string): ScheduledTask {
+  return { dueAt: 0, heapIndex: -1, run: () => log.push(name) };
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('RenewalScheduler', () => {
+  it('runs tasks in due-time order, each once', async () => {
+    const scheduler = new RenewalScheduler();
+    const log: string[] = [];
+    const now = performance.now();
+    scheduler.schedule(task(log, 'c'), now + 30);
+    scheduler.schedule(task(log, 'a'), now + 10);
+    scheduler.schedule(task(log, 'b'), now + 20);
+    await sleep(60);
+    expect(log).toEqual(['a', 'b', 'c']);
+    expect(scheduler.size).toBe(0);
+  });
+
+  it('does not run a removed task and keeps the heap ordered after removals from the middle', async () => {
+    const scheduler = new RenewalScheduler();
+    const log: string[] = [];
+    const now = performance.now();
+    const tasks = Array.from({ length: 50 }, (_, index) => task(log, String(index)));
+    // Scheduled in a scrambled order, due index*2 ms from now.
+    for (const index of [...tasks.keys()].sort((a, b) => ((a * 37) % 50) - ((b * 37) % 50))) {
+      scheduler.schedule(tasks[index], now + 5 + index * 2);
+    }
+    for (let index = 0; index < 50; index += 3) scheduler.remove(tasks[index]);
+    await sleep(150);
+    const expected = [...tasks.keys()].filter((index) => index % 3 !== 0).map(String);
+    expect(log).toEqual(expected);
+  });
+
+  it('rescheduling a task moves it rather than duplicating it', async () => {
+    const scheduler = new RenewalScheduler();
+    const log: string[] = [];
+    const one = task(log, 'one');
+    scheduler.schedule(one, performance.now() + 5);
+    scheduler.schedule(one, performance.now() + 25);
+    expect(scheduler.size).toBe(1);
+    await sleep(15);
+    expect(log).toEqual([]);
+    await sleep(30);
+    expect(log).toEqual(['one']);
+  });
+
+  it('an earlier task scheduled after a later one still fires on time', async () => {
+    const scheduler = new RenewalScheduler();
+    const log: string[] = [];
+    scheduler.schedule(task(log, 'late'), performance.now() + 10_000);
+    scheduler.schedule(task(log, 'early'), performance.now() + 5);
+    await sleep(40);
+    expect(log).toEqual(['early']);
+    scheduler.clear();
+    expect(scheduler.size).toBe(0);
+  });
+});

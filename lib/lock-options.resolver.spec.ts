@@ -1,0 +1,67 @@
+import Redis from 'ioredis';
+import { LockOptionsError } from './errors';
+import { LOCK_DEFAULTS, resolveCallSettings, resolveLockOptions } from './lock-options.resolver';
+import type { LockModuleOptions } from './lock-options.interface';
+
+describe('resolveLockOptions', () => {
+  it('fills the documented defaults', () => {
+    expect(resolveLockOptions(undefined)).toMatchObject(LOCK_DEFAULTS);
+  });
+
+  it.each<[string, LockModuleOptions | unknown]>([
+    ['ttl', { ttl: 0 }],
+    ['ttl', { ttl: -5 }],
+    ['ttl', { ttl: Number.NaN }],
+    ['ttl', { ttl: Infinity }],
+    ['ttl', { ttl: '1000' }],
+    ['wait', { wait: -1 }],
+    ['wait', { wait: Number.NaN }],
+    ['maxHold', { maxHold: 0 }],
+    ['driftFactor', { driftFactor: 0.7 }],
+    ['driftFactor', { driftFactor: -0.1 }],
+    ['keyPrefix', { keyPrefix: 5 }],
+    ['autoExtend', { autoExtend: 'yes' }],
+    ['reentrant', { reentrant: 1 }],
+    ['commandTimeout', { commandTimeout: 0 }],
+    ['nodes', { redis: 'redis://127.0.0.1:1', nodes: ['redis://127.0.0.1:2'] }],
+    ['nodes', { nodes: [] }],
+    ['nodes', { nodes: 'redis://127.0.0.1:1' }],
+    ['nodes[1]', { nodes: ['redis://127.0.0.1:1', 42] }],
+    ['redis', { redis: 42 }],
+    ['redis', { redis: 'localhost:6379' }],
+    ['redis', { redis: { foo: 1 } }],
+    ['redis', { redis: [] }],
+    ['redis.port', { redis: { port: 70000 } }],
+    ['redis.host', { redis: { host: 1 } }],
+    ['options', 'redis://127.0.0.1'],
+  ])('rejects a bad %s with a LockOptionsError naming it', (option, options) => {
+    let caught: unknown;
+    try {
+      resolveLockOptions(options as LockModuleOptions);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(LockOptionsError);
+    expect((caught as LockOptionsError).option).toBe(option);
+    expect((caught as Error).message).toContain(`'${option}'`);
+  });
+
+  it('accepts URLs, options and client instances, and Infinity for wait and maxHold', () => {
+    const client = new Redis({ lazyConnect: true });
+    expect(() => resolveLockOptions({ redis: 'redis://127.0.0.1:6380/0' })).not.toThrow();
+    expect(() => resolveLockOptions({ redis: { host: '127.0.0.1', port: 6380 } })).not.toThrow();
+    expect(() => resolveLockOptions({ redis: client, wait: Infinity, maxHold: Infinity })).not.toThrow();
+    expect(() => resolveLockOptions({ nodes: [client, 'rediss://h:1', { port: 1 }] })).not.toThrow();
+    client.disconnect();
+  });
+});
+
+describe('resolveCallSettings', () => {
+  const module = resolveLockOptions({});
+
+  it('lets the call override the module and validates it', () => {
+    expect(resolveCallSettings(module, { ttl: 5, wait: 0 })).toMatchObject({ ttl: 5, wait: 0, reentrant: true });
+    expect(() => resolveCallSettings(module, { ttl: -1 })).toThrow(LockOptionsError);
+    expect(() => resolveCallSettings(module, { signal: {} as AbortSignal })).toThrow(LockOptionsError);
+  });
+});

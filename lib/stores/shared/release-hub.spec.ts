@@ -1,0 +1,73 @@
+import type { LockKeyNames } from '../lock-store.interface';
+import { ReleaseHub } from './release-hub';
+
+const names = (key: string): LockKeyNames => ({ name: key, lockKey: key, fenceKey: `${key}:f`, channel: `${key}:c` });
+
+function hubWithLog() {
+  const calls: string[] = [];
+  const hub = new ReleaseHub(
+    {
+      subscribe: async (channel) => void calls.push(`sub ${channel}`),
+      unsubscribe: async (channel) => void calls.push(`unsub ${channel}`),
+    },
+    20,
+  );
+  return { hub, calls };
+}
+
+describe('ReleaseHub', () => {
+  it('wakes one sleeper per release, longest waiting first', async () => {
+    const { hub } = hubWithLog();
+    const woken: number[] = [];
+    const watches = [0, 1, 2].map(() => hub.watch([names('k')]));
+    const sleeping = watches.map((watch, index) => watch.next(5_000).then(() => woken.push(index)));
+    hub.announce('k:c', 't1');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(woken).toEqual([0]);
+    hub.announce('k:c', 't2');
+    hub.announce('k:c', 't3');
+    await Promise.all(sleeping);
+    expect(woken).toEqual([0, 1, 2]);
+    watches.forEach((watch) => watch.close());
+  });
+
+  it('counts one release once when several nodes announce the same token', () => {
+    const { hub } = hubWithLog();
+    const watch = hub.watch([names('k')]);
+    hub.announce('k:c', 'same');
+    hub.announce('k:c', 'same');
+    hub.announce('k:c', 'other');
+    expect(watch.seen).toBe(2);
+    watch.close();
+  });
+
+  it('times out without a release, and rejects with the reason when the signal aborts', async () => {
+    const { hub } = hubWithLog();
+    const watch = hub.watch([names('k')]);
+    const started = performance.now();
+    await watch.next(30);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(25);
+    const controller = new AbortController();
+    const reason = new Error('cancelled');
+    const waiting = watch.next(5_000, controller.signal);
+    controller.abort(reason);
+    await expect(waiting).rejects.toBe(reason);
+    watch.close();
+  });
+
+  it('subscribes once per channel and unsubscribes after the last watcher leaves and the linger passes', async () => {
+    const { hub, calls } = hubWithLog();
+    const first = hub.watch([names('k')]);
+    const second = hub.watch([names('k')]);
+    await Promise.all([first.ready(), second.ready()]);
+    expect(calls).toEqual(['sub k:c']);
+    first.close();
+    second.close();
+    const again = hub.watch([names('k')]);
+    await again.ready();
+    again.close();
+    expect(calls).toEqual(['sub k:c']);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(calls).toEqual(['sub k:c', 'unsub k:c']);
+  });
+});
