@@ -28,7 +28,10 @@ export class RedisLockStore implements LockStore {
   ) {
     this.node = new RedisLockNode(connection, 'redis');
     this.hub = new ReleaseHub({
-      subscribe: (channel) => this.node.subscribe(channel, this.timeout(undefined)),
+      subscribe: (channel) =>
+        this.node.subscribe(channel, this.timeout(undefined)).catch((error: unknown) => {
+          throw this.unavailable(error, [], 'subscribe to releases');
+        }),
       unsubscribe: (channel) => this.node.unsubscribe(channel),
     });
     this.node.onRelease((channel, token) => this.hub.announce(channel, token));
