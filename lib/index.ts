@@ -5,5 +5,8 @@ export * from './lock-options.interface';
 export { LOCK_DEFAULTS } from './lock-options.resolver';
 export { LockModule } from './lock.module';
 export { LockService } from './lock.service';
+export * from './decorators';
+export { LockInterceptor } from './lock.interceptor';
+export type { LockedKey, LockKeyFunction } from './keys/key-template';
 export { normalizeKeys } from './keys/lock-key.validator';
 export type { LockStore, LockKeyNames, AcquireRequest, AcquireOutcome, ReleaseWatch } from './stores/lock-store.interface';

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
 import { LOCK_OPTIONS, LOCK_STORE } from './lock.constants';
 import {
   ConfigurableLockModule,
@@ -8,6 +9,9 @@ import {
 } from './lock.module-definition';
 import type { LockModuleOptions } from './lock-options.interface';
 import { resolveLockOptions } from './lock-options.resolver';
+import { LockExplorer } from './lock.explorer';
+import { LockInterceptor } from './lock.interceptor';
+import { LockMetadataAccessor } from './lock-metadata.accessor';
 import { LockService } from './lock.service';
 import { createLockStore } from './stores/lock-store.factory';
 
@@ -17,6 +21,7 @@ import { createLockStore } from './stores/lock-store.factory';
  * fails the application's bootstrap with a LockOptionsError.
  */
 @Module({
+  imports: [DiscoveryModule],
   providers: [
     {
       provide: LOCK_OPTIONS,
@@ -25,8 +30,11 @@ import { createLockStore } from './stores/lock-store.factory';
     },
     { provide: LOCK_STORE, useFactory: createLockStore, inject: [LOCK_OPTIONS] },
     LockService,
+    LockMetadataAccessor,
+    LockInterceptor,
+    LockExplorer,
   ],
-  exports: [LockService, LOCK_OPTIONS],
+  exports: [LockService, LockMetadataAccessor, LockInterceptor, LOCK_OPTIONS],
 })
 export class LockModule extends ConfigurableLockModule {
   static forRoot(options: typeof LOCK_MODULE_OPTIONS_TYPE = {}) {

@@ -1,0 +1,162 @@
+import { Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { Observable, catchError, throwError, type Subscription } from 'rxjs';
+import type { LockedMetadata } from './decorators/locked-metadata';
+import { LockNotAcquiredError } from './errors';
+import { toHttpError } from './lock-http-errors';
+import type { Lock, LockKeySource } from './lock.interface';
+import { LockMetadataAccessor } from './lock-metadata.accessor';
+import { LockService } from './lock.service';
+
+/**
+ * Locks a route handler marked with @Locked (HTTP, RPC, WebSocket or GraphQL) for as long as its result
+ * is pending: the lock is taken before the handler runs, the handler runs with it as
+ * LockService.current(), and it is released when the result completes or errors, or when the subscriber
+ * goes away (an SSE client that disconnects). The handler's own values and errors pass through; on HTTP
+ * routes the lock errors become HTTP statuses (see lock-http-errors.ts).
+ */
+@Injectable()
+export class LockInterceptor implements NestInterceptor {
+  private resolved: { lockService: LockService; metadataAccessor: LockMetadataAccessor } | undefined;
+
+  /**
+   * Nest instantiates an interceptor named by @UseInterceptors in the module of each class that uses it,
+   * so its dependencies are looked up across the application (LockModule imported anywhere) rather than
+   * injected: a feature module using @Locked does not have to import LockModule itself.
+   */
+  constructor(private readonly moduleRef: ModuleRef) {}
+
+  private get lockService(): LockService {
+    return this.dependencies().lockService;
+  }
+
+  private get metadataAccessor(): LockMetadataAccessor {
+    return this.dependencies().metadataAccessor;
+  }
+
+  private dependencies(): { lockService: LockService; metadataAccessor: LockMetadataAccessor } {
+    this.resolved ??= {
+      lockService: this.moduleRef.get(LockService, { strict: false }),
+      metadataAccessor: this.moduleRef.get(LockMetadataAccessor, { strict: false }),
+    };
+    return this.resolved;
+  }
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    const metadata = this.metadataAccessor.getLockedMetadata(context.getHandler());
+    if (!metadata) return next.handle();
+    const atHttpEdge = context.getType() === 'http';
+    return this.lockedCall(metadata, context, next).pipe(
+      catchError((error: unknown) => throwError(() => (atHttpEdge ? toHttpError(error, context) : error))),
+    );
+  }
+
+  /**
+   * Acquires when subscribed (not when intercept() is called), so that a subscriber that leaves while the
+   * lock is awaited (an SSE client that disconnects) cancels the wait, and a lock obtained for nobody is
+   * released at once instead of being renewed forever.
+   */
+  private lockedCall(metadata: LockedMetadata, context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    return new Observable<unknown>((subscriber) => {
+      const subscriberGone = new AbortController();
+      let inner: Subscription | undefined;
+      this.acquire(metadata, lockKeySourceOf(context), subscriberGone.signal).then(
+        (lock) => {
+          if (!lock) {
+            // onBusy 'skip': the handler is not run, the call resolves undefined.
+            subscriber.next(undefined);
+            subscriber.complete();
+            return;
+          }
+          if (subscriber.closed) {
+            void this.lockService.releaseQuietly(lock);
+            return;
+          }
+          // Called and subscribed inside the lock's async context, so the handler, all it awaits, and the
+          // callbacks of an Observable it returns (timers included) see `lock` as LockService.current().
+          inner = this.lockService.runWithLock(lock, () =>
+            holdUntilSettled(next.handle(), () => this.lockService.releaseQuietly(lock)).subscribe(subscriber),
+          );
+        },
+        (error: unknown) => subscriber.error(error),
+      );
+      return () => {
+        subscriberGone.abort();
+        inner?.unsubscribe();
+      };
+    });
+  }
+
+  /** The lock, or undefined when the key is busy and `onBusy` is 'skip'. */
+  private async acquire(metadata: LockedMetadata, source: LockKeySource, cancel: AbortSignal): Promise<Lock | undefined> {
+    const keys = metadata.key.build(source);
+    const own = metadata.acquireOptions.signal;
+    const signal = own ? AbortSignal.any([own, cancel]) : cancel;
+    try {
+      return await this.lockService.acquire(keys, { ...metadata.acquireOptions, signal });
+    } catch (error) {
+      if (metadata.onBusy === 'skip' && error instanceof LockNotAcquiredError) return undefined;
+      throw error;
+    }
+  }
+}
+
+/**
+ * Mirrors `source` and calls `release` exactly once: on completion or error it waits for the release
+ * before passing the outcome on (so the HTTP response is sent after the lock is free, and a client's next
+ * request cannot find its own lock still held); on an early unsubscribe it releases in the background.
+ */
+function holdUntilSettled<T>(source: Observable<T>, release: () => Promise<void>): Observable<T> {
+  return new Observable<T>((subscriber) => {
+    let released: Promise<void> | undefined;
+    const releaseOnce = (): Promise<void> => (released ??= release());
+    const subscription = source.subscribe({
+      next: (value) => subscriber.next(value),
+      error: (error: unknown) => void releaseOnce().then(() => subscriber.error(error)),
+      complete: () => void releaseOnce().then(() => subscriber.complete()),
+    });
+    return () => {
+      subscription.unsubscribe();
+      void releaseOnce();
+    };
+  });
+}
+
+interface RequestLike {
+  params?: Record<string, unknown>;
+  query?: Record<string, unknown>;
+  body?: unknown;
+  headers?: Record<string, unknown>;
+  user?: unknown;
+}
+
+/**
+ * What a route handler's key template reads, per transport (`getType()` is compared as a string so that
+ * @nestjs/graphql need not be installed):
+ * - http: the request's params, query, body, headers and user (`request.user`, set by auth guards);
+ * - rpc: the message payload as `data`; ws: the message body as `data`;
+ * - graphql: the field's arguments as `data`, and headers and user from the context's `req`.
+ * `args` is always Nest's raw handler arguments (`context.getArgs()`).
+ */
+function lockKeySourceOf(context: ExecutionContext): LockKeySource {
+  const args = context.getArgs();
+  const type: string = context.getType();
+  switch (type) {
+    case 'http': {
+      const request = context.switchToHttp().getRequest<RequestLike>();
+      const { params, query, body, headers, user } = request;
+      return { args, params, query, body, headers, user, context };
+    }
+    case 'rpc':
+      return { args, data: context.switchToRpc().getData(), context };
+    case 'ws':
+      return { args, data: context.switchToWs().getData(), context };
+    case 'graphql': {
+      const graphqlContext = args[2] as { req?: RequestLike } | undefined;
+      const request = graphqlContext?.req;
+      return { args, data: args[1], headers: request?.headers, user: request?.user, context };
+    }
+    default:
+      return { args, context };
+  }
+}
