@@ -2,6 +2,13 @@ import type { Lock } from '../lock.interface';
 import type { Lease } from './lease';
 
 /**
+ * Node registers the dispose symbol as Symbol.for('nodejs.asyncDispose'); realms without the
+ * well-known symbol (Jest's sandbox on Node 20) still find it under that name.
+ */
+const asyncDispose: typeof Symbol.asyncDispose =
+  Symbol.asyncDispose ?? (Symbol.for('nodejs.asyncDispose') as typeof Symbol.asyncDispose);
+
+/**
  * The Lock handle a caller gets. It holds one lease it was granted, and, under reentrancy, leases its
  * async context already held for some of the keys (borrowed: counted, so an inner release does not end
  * the outer holder's lease).
@@ -56,7 +63,7 @@ export class HeldLock implements Lock {
     return results.every(Boolean);
   }
 
-  async [Symbol.asyncDispose](): Promise<void> {
+  async [asyncDispose](): Promise<void> {
     await this.release();
   }
 }

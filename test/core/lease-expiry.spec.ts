@@ -1,0 +1,45 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LockLostError } from '../../lib';
+import { trackLockApps, uniqueKey } from '../support/lock-app';
+import { StoreUnderTest, storeRows } from '../support/store-matrix';
+import { twoLockServices } from './helpers/contenders';
+import { rejectionOf } from './helpers/timing';
+
+describe.each(storeRows())('lease expiry (%s store)', (_name, fixture) => {
+  let store: StoreUnderTest;
+  beforeAll(async () => {
+    store = await fixture.setup();
+  });
+  afterAll(() => store?.teardown());
+  const apps = trackLockApps();
+
+  it('after expiry the stale holder cannot release or extend, and the new holder is untouched', async () => {
+    const [staleSide, freshSide] = await twoLockServices(store, apps);
+    const key = uniqueKey('expired');
+    const stale = await staleSide.acquire(key, { ttl: 200, autoExtend: false });
+    await sleep(400);
+
+    const fresh = await freshSide.acquire(key, { ttl: 10_000, wait: 0 });
+    expect(fresh.fence).toBeGreaterThan(stale.fence);
+
+    expect(await stale.release()).toBe(false);
+    expect(await rejectionOf(stale.extend())).toBeInstanceOf(LockLostError);
+    expect(await stale.release()).toBe(false);
+
+    // The stale holder's calls did not touch the new lease.
+    expect(await staleSide.isLocked(key)).toBe(true);
+    expect(fresh.signal.aborted).toBe(false);
+    expect(await staleSide.tryAcquire(key)).toBeNull();
+    expect(await fresh.release()).toBe(true);
+    expect(await fresh.release()).toBe(false);
+    expect(await staleSide.isLocked(key)).toBe(false);
+  });
+
+  it('release() is idempotent: true once, then false', async () => {
+    const [locks] = await twoLockServices(store, apps);
+    const lock = await locks.acquire(uniqueKey('twice'));
+    expect(await lock.release()).toBe(true);
+    expect(await lock.release()).toBe(false);
+    expect(await rejectionOf(lock.extend())).toBeInstanceOf(LockLostError);
+  });
+});

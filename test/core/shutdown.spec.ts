@@ -1,0 +1,120 @@
+import Redis from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LockModuleOptions } from '../../lib';
+import { createLockApp, trackLockApps, uniqueKey } from '../support/lock-app';
+import type { RedisProcess } from '../support/redis-server';
+import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
+
+/** How many client connections a server has now (CLIENT LIST has one line per connection, this probe's own included). */
+async function connectionCount(server: RedisProcess): Promise<number> {
+  return String(await server.command('CLIENT', 'LIST')).trim().split('\n').length;
+}
+
+/** Waits until every server is back to `expected` connections; returns the last counts seen. */
+async function settleConnections(servers: readonly RedisProcess[], expected: readonly number[]): Promise<number[]> {
+  const deadline = performance.now() + 2000;
+  for (;;) {
+    const counts = await Promise.all(servers.map(connectionCount));
+    if (counts.every((count, i) => count === expected[i]) || performance.now() > deadline) return counts;
+    await sleep(50);
+  }
+}
+
+/**
+ * Redis stores only: in-process, the locks live and die with the module, so another module could never
+ * see them released. The in-process store's shutdown is covered by its clean close in every other spec.
+ */
+describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('shutdown (%s store)', (name, fixture) => {
+  let store: StoreUnderTest;
+  beforeAll(async () => {
+    store = await fixture.setup();
+  });
+  afterAll(() => store?.teardown());
+  const apps = trackLockApps();
+
+  /** The store's options with ioredis clients the test owns, lent to the module. */
+  function borrowedOptions(clients: Redis[]): LockModuleOptions {
+    return name === 'redis' ? { redis: clients[0] } : { nodes: clients };
+  }
+
+  it('app.close() releases held locks: another module sees the keys free right after', async () => {
+    const closing = await createLockApp(store.options({ ttl: 30_000 }));
+    const observer = await apps.start(store.options());
+    const keys = [uniqueKey('held'), uniqueKey('held')];
+    try {
+      await closing.locks.acquire(keys[0]);
+      await closing.locks.acquire([keys[1]]);
+      for (const key of keys) expect(await observer.locks.isLocked(key)).toBe(true);
+    } finally {
+      await closing.close();
+    }
+    for (const key of keys) expect(await observer.locks.isLocked(key)).toBe(false);
+    const next = await observer.locks.tryAcquire(keys);
+    expect(next).not.toBeNull();
+    await next?.release();
+  });
+
+  it('app.close() with a lock held inside withLock releases it too', async () => {
+    const closing = await createLockApp(store.options({ ttl: 30_000 }));
+    const observer = await apps.start(store.options());
+    const key = uniqueKey('in-flight');
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const running = closing.locks
+      .withLock(key, async () => {
+        entered();
+        await sleep(300);
+      })
+      .catch(() => undefined);
+    await inside;
+    await closing.close();
+    expect(await observer.locks.isLocked(key)).toBe(false);
+    await running;
+  });
+
+  it('an owned client (URL) is closed on shutdown: its connections are gone', async () => {
+    const baseline = await Promise.all(store.servers.map(connectionCount));
+    const app = await createLockApp(store.options());
+    // Waiting makes the module open any extra (subscriber) connection it uses too.
+    const key = uniqueKey('owned');
+    const holder = await app.locks.acquire(key);
+    const waiter = app.locks.acquire(key, { wait: 5000 });
+    await sleep(100);
+    await holder.release();
+    await (await waiter).release();
+    const during = await Promise.all(store.servers.map(connectionCount));
+    for (const [i, count] of during.entries()) expect(count).toBeGreaterThan(baseline[i]);
+
+    await app.close();
+    expect(await settleConnections(store.servers, baseline)).toEqual(baseline);
+  });
+
+  it('a borrowed ioredis client is not closed on shutdown, but what the module opened itself is', async () => {
+    const clients = store.servers.map((server) => new Redis(server.url));
+    try {
+      await Promise.all(clients.map((client) => client.ping()));
+      const baseline = await Promise.all(store.servers.map(connectionCount));
+      const app = await createLockApp({ ...borrowedOptions(clients) });
+      const key = uniqueKey('borrowed');
+      const holder = await app.locks.acquire(key);
+      const waiter = app.locks.acquire(key, { wait: 5000 });
+      await sleep(100);
+      await holder.release();
+      await (await waiter).release();
+      const held = await app.locks.acquire(key, { ttl: 30_000 });
+      expect(held.keys).toEqual([key]);
+
+      await app.close();
+      for (const client of clients) {
+        expect(client.status).toBe('ready');
+        expect(await client.ping()).toBe('PONG');
+      }
+      // Only the borrowed clients (part of the baseline) are left: the module closed what it opened itself.
+      expect(await settleConnections(store.servers, baseline)).toEqual(baseline);
+      // The held lock was released through the borrowed client before the module let go of it.
+      expect(await (await apps.start(store.options())).locks.isLocked(key)).toBe(false);
+    } finally {
+      await Promise.all(clients.map((client) => client.quit()));
+    }
+  });
+});

@@ -1,0 +1,116 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LockLostError, LockUnavailableError } from '../../lib';
+import { createLockApp, uniqueKey } from '../support/lock-app';
+import { recordUnhandledRejections } from '../support/real-process';
+import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
+import { abortedAt, rejectionOf, within } from './helpers/timing';
+
+/** The bound the issue asks for: an unreachable store is reported in bounded time, not after a long hang. */
+const BOUND_MS = 5000;
+const TTL_MS = 1000;
+
+describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('store unavailable (%s store)', (_name, fixture) => {
+  // Each test breaks its servers, so each gets a store of its own.
+  let store: StoreUnderTest;
+  let unhandled: ReturnType<typeof recordUnhandledRejections>;
+  beforeEach(async () => {
+    unhandled = recordUnhandledRejections();
+    store = await fixture.setup();
+  });
+  afterEach(async () => {
+    unhandled.stop();
+    await store.teardown();
+  });
+
+  it('Redis killed: acquire, tryAcquire, withLock and isLocked reject with LockUnavailableError in bounded time', async () => {
+    const app = await createLockApp(store.options({ ttl: TTL_MS }));
+    try {
+      const { locks } = app;
+      await (await locks.acquire(uniqueKey('warm-up'))).release();
+      const held = await locks.acquire(uniqueKey('held-at-crash'), { ttl: TTL_MS });
+      const lost = abortedAt(held.signal);
+
+      await Promise.all(store.servers.map((server) => server.kill()));
+      const killedAt = performance.now();
+
+      let ran = false;
+      const calls: [string, Promise<unknown>][] = [
+        ['acquire', locks.acquire(uniqueKey('down'), { wait: 2000 })],
+        ['tryAcquire', locks.tryAcquire(uniqueKey('down'))],
+        ['withLock', locks.withLock(uniqueKey('down'), () => (ran = true))],
+        ['isLocked', locks.isLocked(uniqueKey('down'))],
+      ];
+      for (const [method, call] of calls) {
+        const error = await within(rejectionOf(call), BOUND_MS, method);
+        expect([method, error]).toEqual([method, expect.any(LockUnavailableError)]);
+      }
+      expect(performance.now() - killedAt).toBeLessThan(BOUND_MS);
+      expect(ran).toBe(false);
+
+      // The lock held when Redis died cannot be renewed: its signal aborts once its validity runs out.
+      await within(lost, TTL_MS + 2000, 'held lock signal');
+      expect(held.signal.reason).toBeInstanceOf(LockLostError);
+      await within(held.release().catch(() => false), BOUND_MS, 'release with Redis down');
+    } finally {
+      await within(app.close(), BOUND_MS, 'closing the module with Redis down');
+    }
+    // Let stray rejections of background work (renewals, reconnects, subscriber) surface.
+    await sleep(200);
+    expect(unhandled.reasons).toEqual([]);
+  });
+
+  it('Redis paused (connection open, no answer): acquire rejects with LockUnavailableError in bounded time', async () => {
+    const app = await createLockApp(store.options({ ttl: TTL_MS }));
+    try {
+      const { locks } = app;
+      await (await locks.acquire(uniqueKey('warm-up'))).release();
+      for (const server of store.servers) server.pause();
+      const pausedAt = performance.now();
+      try {
+        const error = await within(rejectionOf(locks.acquire(uniqueKey('frozen'), { wait: 2000 })), BOUND_MS, 'acquire');
+        expect(error).toBeInstanceOf(LockUnavailableError);
+        expect(performance.now() - pausedAt).toBeLessThan(BOUND_MS);
+      } finally {
+        for (const server of store.servers) server.resume();
+      }
+      // Once Redis answers again, so does the lock service.
+      const lock = await within(locks.acquire(uniqueKey('thawed'), { wait: 2000 }), BOUND_MS, 'acquire after resume');
+      expect(await lock.release()).toBe(true);
+    } finally {
+      await within(app.close(), BOUND_MS, 'closing the module');
+    }
+    await sleep(200);
+    expect(unhandled.reasons).toEqual([]);
+  });
+
+  it('Redis restarted: the service works again without a restart of its own', async () => {
+    const app = await createLockApp(store.options({ ttl: TTL_MS }));
+    try {
+      const { locks } = app;
+      await (await locks.acquire(uniqueKey('warm-up'))).release();
+      for (const server of store.servers) await server.restart();
+      const lock = await retryUntilGranted(() => locks.acquire(uniqueKey('after-restart'), { wait: 0 }), BOUND_MS);
+      expect(await lock.release()).toBe(true);
+    } finally {
+      await within(app.close(), BOUND_MS, 'closing the module');
+    }
+    await sleep(200);
+    expect(unhandled.reasons).toEqual([]);
+  });
+});
+
+/**
+ * ioredis reconnects with a back-off, so the first calls after a restart may still find the store
+ * unreachable: retry those (only those) until `withinMs` has passed.
+ */
+async function retryUntilGranted<T>(attempt: () => Promise<T>, withinMs: number): Promise<T> {
+  const deadline = performance.now() + withinMs;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!(error instanceof LockUnavailableError) || performance.now() > deadline) throw error;
+      await sleep(100);
+    }
+  }
+}

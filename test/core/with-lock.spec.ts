@@ -1,0 +1,53 @@
+import { trackLockApps, uniqueKey } from '../support/lock-app';
+import { StoreUnderTest, storeRows } from '../support/store-matrix';
+import { twoLockServices } from './helpers/contenders';
+import { rejectionOf } from './helpers/timing';
+
+describe.each(storeRows())('withLock outcome (%s store)', (_name, fixture) => {
+  let store: StoreUnderTest;
+  beforeAll(async () => {
+    store = await fixture.setup();
+  });
+  afterAll(() => store?.teardown());
+  const apps = trackLockApps();
+
+  it("returns fn's value unchanged (async and sync fn) and releases", async () => {
+    const [locks, other] = await twoLockServices(store, apps);
+    const key = uniqueKey('value');
+    const value = { answer: 42 };
+    expect(await locks.withLock(key, async () => value)).toBe(value);
+    expect(await locks.withLock(key, () => value)).toBe(value);
+    expect(await other.isLocked(key)).toBe(false);
+  });
+
+  it('hands fn the held lock', async () => {
+    const [locks, other] = await twoLockServices(store, apps);
+    const key = uniqueKey('handed');
+    const seen = await locks.withLock(key, async (lock) => {
+      expect(await other.isLocked(key)).toBe(true);
+      return { keys: lock.keys, aborted: lock.signal.aborted };
+    });
+    expect(seen).toEqual({ keys: [key], aborted: false });
+  });
+
+  it("rethrows fn's error as the same object, and releases", async () => {
+    const [locks, other] = await twoLockServices(store, apps);
+    const key = uniqueKey('error');
+    const failure = new TypeError('business rule broken');
+    expect(await rejectionOf(locks.withLock(key, async () => Promise.reject(failure)))).toBe(failure);
+    expect(
+      await rejectionOf(
+        locks.withLock(key, () => {
+          throw failure;
+        }),
+      ),
+    ).toBe(failure);
+    // Non-Error throwables pass through unchanged too.
+    const odd = { code: 'E_ODD' };
+    expect(await rejectionOf(locks.withLock(key, async () => Promise.reject(odd)))).toBe(odd);
+    expect(await other.isLocked(key)).toBe(false);
+    const next = await other.tryAcquire(key);
+    expect(next).not.toBeNull();
+    await next?.release();
+  });
+});
