@@ -189,7 +189,11 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         if (!watch) {
           // Subscribe, then try again at once: a release between the attempt and the subscription was not seen.
           watch = this.store.watch(names);
-          await watch.ready();
+          await watch.ready().catch((error: unknown) => {
+            throw error instanceof LockUnavailableError
+              ? new LockUnavailableError(keys, 'subscribing to release announcements failed', { cause: error })
+              : error;
+          });
           continue;
         }
         if (watch.seen !== seenBefore) continue;
