@@ -43,13 +43,12 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
   }
 
   /** Waits up to `wait` for the keys; LockNotAcquiredError when still busy, LockUnavailableError when unreachable. */
-  async acquire(key: string | string[], options?: AcquireOptions): Promise<Lock> {
-    const lock = await this.obtain(key, options, false);
-    return lock as Lock;
+  acquire(key: string | string[], options?: AcquireOptions): Promise<Lock> {
+    return this.obtain(key, options, false) as Promise<Lock>;
   }
 
   /** One attempt: the lock, or null when a key is busy. */
-  async tryAcquire(key: string | string[], options?: AcquireOptions): Promise<Lock | null> {
+  tryAcquire(key: string | string[], options?: AcquireOptions): Promise<Lock | null> {
     return this.obtain(key, options, true);
   }
 
@@ -170,6 +169,11 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     const signal = settings.signal;
     let watch: ReleaseWatch | undefined;
     try {
+      if (!once && this.store.hasWaiters(names)) {
+        // No barging: callers of this process already wait for these keys, so queue behind them.
+        watch = await this.watchReleases(names, keys);
+        await watch.next(Math.min(deadline - performance.now(), settings.ttl, MAX_SLEEP_MS), signal);
+      }
       for (;;) {
         signal?.throwIfAborted();
         const seenBefore = watch?.seen ?? 0;
@@ -188,12 +192,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         }
         if (!watch) {
           // Subscribe, then try again at once: a release between the attempt and the subscription was not seen.
-          watch = this.store.watch(names);
-          await watch.ready().catch((error: unknown) => {
-            throw error instanceof LockUnavailableError
-              ? new LockUnavailableError(keys, 'subscribing to release announcements failed', { cause: error })
-              : error;
-          });
+          watch = await this.watchReleases(names, keys);
           continue;
         }
         if (watch.seen !== seenBefore) continue;
@@ -204,6 +203,19 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     } finally {
       watch?.close();
     }
+  }
+
+  private async watchReleases(names: readonly LockKeyNames[], keys: readonly string[]): Promise<ReleaseWatch> {
+    const watch = this.store.watch(names);
+    try {
+      await watch.ready();
+    } catch (error) {
+      watch.close();
+      throw error instanceof LockUnavailableError
+        ? new LockUnavailableError(keys, 'subscribing to release announcements failed', { cause: error })
+        : error;
+    }
+    return watch;
   }
 
   private async letGo(lease: Lease): Promise<boolean> {

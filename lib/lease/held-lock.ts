@@ -1,3 +1,4 @@
+import { LockOptionsError } from '../errors';
 import type { Lock } from '../lock.interface';
 import type { Lease } from './lease';
 
@@ -53,12 +54,18 @@ export class HeldLock implements Lock {
   }
 
   async extend(ttl?: number): Promise<void> {
+    // Checked here: Redis would read a ttl below 1 ms as "expire now" (a silent release), and NaN or
+    // Infinity as a script error that says nothing of the caller's mistake.
+    if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl < 1)) {
+      throw new LockOptionsError('ttl', ttl, 'a finite number of milliseconds, at least 1');
+    }
     await Promise.all(this.leases.map((lease) => lease.extend(ttl ?? lease.terms.ttl)));
   }
 
   async release(): Promise<boolean> {
     if (this.released) return false;
     this.released = true;
+    if (this.leases.length === 1) return this.onRelease(this.leases[0]);
     const results = await Promise.all(this.leases.map((lease) => this.onRelease(lease)));
     return results.every(Boolean);
   }

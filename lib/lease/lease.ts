@@ -42,6 +42,9 @@ export class Lease implements ScheduledTask {
   private validUntil: number;
   private renewAt: number;
   private renewing = false;
+  /** Extensions sent to the store (renewals and explicit extends), and the latest one whose answer was applied. */
+  private extensionsSent = 0;
+  private extensionApplied = 0;
   private controller: AbortController | undefined;
   private lostReason: LockLostError | undefined;
 
@@ -80,12 +83,13 @@ export class Lease implements ScheduledTask {
   /** Renews now (an explicit Lock.extend). */
   async extend(ttl: number): Promise<void> {
     if (this.state !== 'held') throw this.lostReason ?? new LockLostError(this.keys, 'it was already released');
+    const sequence = ++this.extensionsSent;
     const validUntil = await this.host.store.extend({ keys: this.terms.names, token: this.terms.token, ttl });
     if (validUntil === null) {
       const lost = this.lose('the lease had expired or was taken when extending');
       throw lost;
     }
-    this.renewed(validUntil, ttl);
+    this.renewed(validUntil, ttl, sequence);
   }
 
   /** Ends the lease in the store. true when every key was still held by this grant. */
@@ -121,6 +125,7 @@ export class Lease implements ScheduledTask {
   private async renew(): Promise<void> {
     this.renewing = true;
     const ttl = Math.min(this.terms.ttl, this.terms.holdUntil - performance.now());
+    const sequence = ++this.extensionsSent;
     let validUntil: number | null;
     try {
       validUntil = ttl >= 1 ? await this.host.store.extend({ keys: this.terms.names, token: this.terms.token, ttl }) : this.validUntil;
@@ -136,12 +141,18 @@ export class Lease implements ScheduledTask {
     this.renewing = false;
     if (this.state !== 'held') return;
     if (validUntil === null) this.lose('the lease was gone when renewing it (expired, deleted or taken)');
-    else this.renewed(validUntil, this.terms.ttl);
+    else this.renewed(validUntil, this.terms.ttl, sequence);
   }
 
-  private renewed(validUntil: number, ttl: number): void {
+  private renewed(validUntil: number, ttl: number, sequence: number): void {
     if (this.state !== 'held') return;
-    this.validUntil = Math.max(this.validUntil, validUntil);
+    // The latest extension sent decides, also when it shortens the lease (extend() with a smaller ttl, or
+    // the last renewals under maxHold): Redis applied them in the order they were sent, so keeping the
+    // longer of two validities would let this holder believe in a lease Redis has already let go. An answer
+    // that arrives after a later extension's was applied is stale.
+    if (sequence < this.extensionApplied) return;
+    this.extensionApplied = sequence;
+    this.validUntil = validUntil;
     this.renewAt = performance.now() + ttl / 3;
     this.reschedule();
   }

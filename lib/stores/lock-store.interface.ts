@@ -48,6 +48,11 @@ export interface LockStore {
   isLocked(key: LockKeyNames): Promise<boolean>;
   /** Starts watching the keys for releases, so that a waiter can sleep instead of polling. */
   watch(keys: readonly LockKeyNames[]): ReleaseWatch;
+  /**
+   * Whether callers of this process already sleep waiting for one of the keys. A newcomer then queues
+   * behind them instead of barging in (it would win against a waiter just woken, again and again).
+   */
+  hasWaiters(keys: readonly LockKeyNames[]): boolean;
   /** Resolves when the store answers; rejects with LockUnavailableError otherwise. */
   ping(): Promise<void>;
   /** Closes what the store opened itself; borrowed clients are left open. */
@@ -56,7 +61,10 @@ export interface LockStore {
 
 /** A waiter's view of release announcements on some keys. */
 export interface ReleaseWatch {
-  /** How many releases of the watched keys were seen so far: compare around an attempt. */
+  /**
+   * How many releases of the watched keys were seen so far: read it right before each attempt and compare
+   * after. Reading it also marks a wake-up this waiter received as used.
+   */
   readonly seen: number;
   /** Resolves once a release announced from now on is certain to be seen. */
   ready(): Promise<void>;
@@ -65,6 +73,6 @@ export interface ReleaseWatch {
    * or `timeoutMs` passes. Rejects with the signal's reason when it aborts.
    */
   next(timeoutMs: number, signal?: AbortSignal): Promise<void>;
-  /** Stops watching. */
+  /** Stops watching; a wake-up this waiter received but did not use passes to the next waiter. */
   close(): void;
 }

@@ -69,6 +69,10 @@ export class MemoryLockStore implements LockStore {
     return this.hub.watch(keys);
   }
 
+  hasWaiters(keys: readonly LockKeyNames[]): boolean {
+    return this.hub.hasSleepers(keys);
+  }
+
   async ping(): Promise<void> {
     return undefined;
   }

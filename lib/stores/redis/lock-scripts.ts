@@ -6,8 +6,9 @@
 
 /**
  * KEYS: lock keys 1..n, then fence keys 1..n. ARGV: token, ttl (ms).
- * Sets every lock key NX PX (all or none: keys set before a busy one are deleted again in the same script),
- * then bumps each key's fence counter (which never expires).
+ * Sets every lock key NX PX (all or none: keys set before a busy one are deleted again in the same script;
+ * a key already holding this token counts as set, see below), then bumps each key's fence counter (which
+ * never expires).
  * Returns {1, fence1..fencen} granted; {0, pttl} busy; {-1, i} lock key i holds foreign data;
  * {-2, i} fence key i holds foreign data.
  */
@@ -15,10 +16,16 @@ export const ACQUIRE_SCRIPT = `
 local n = #KEYS / 2
 for i = 1, n do
   if not redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    local pttl = redis.call('PTTL', KEYS[i])
-    for j = 1, i - 1 do redis.call('DEL', KEYS[j]) end
-    if pttl == -1 and redis.call('TYPE', KEYS[i]).ok ~= 'string' then return {-1, i} end
-    return {0, pttl}
+    if redis.pcall('GET', KEYS[i]) == ARGV[1] then
+      -- Already granted to this very token: this script ran before, but its reply was lost to a
+      -- connection reset and the client resent it. Renew, instead of reporting the caller's own key busy.
+      redis.call('PEXPIRE', KEYS[i], ARGV[2])
+    else
+      local pttl = redis.call('PTTL', KEYS[i])
+      for j = 1, i - 1 do redis.call('DEL', KEYS[j]) end
+      if pttl == -1 and redis.call('TYPE', KEYS[i]).ok ~= 'string' then return {-1, i} end
+      return {0, pttl}
+    end
   end
 end
 local reply = {1}
@@ -62,4 +69,26 @@ for i = 1, #KEYS do
   end
 end
 return released
+`;
+
+/**
+ * KEYS: lock keys 1..n, then fence keys 1..n. ARGV: token, then one fence value per key.
+ * The Redlock store's fence write-back (compare-and-raise): while every lock key still holds the token,
+ * raises each fence counter to at least its value; a counter is never lowered.
+ * Returns 1 when the counters are now at least the values; 0 when this node no longer holds the lock;
+ * {-2, i} when fence key i holds foreign data.
+ */
+export const RAISE_FENCES_SCRIPT = `
+local n = #KEYS / 2
+for i = 1, n do
+  if redis.pcall('GET', KEYS[i]) ~= ARGV[1] then return 0 end
+end
+for i = 1, n do
+  local current = redis.pcall('GET', KEYS[n + i])
+  if type(current) == 'table' then return {-2, i} end
+  local wanted = tonumber(ARGV[i + 1])
+  if current and tonumber(current) == nil then return {-2, i} end
+  if (tonumber(current) or 0) < wanted then redis.call('SET', KEYS[n + i], ARGV[i + 1]) end
+end
+return 1
 `;

@@ -67,7 +67,12 @@ export class RedisLockStore implements LockStore {
 
   async release(keys: readonly LockKeyNames[], token: string): Promise<boolean> {
     try {
-      return (await this.node.release(keys, token, this.timeout(undefined))) === keys.length;
+      const released = this.node.release(keys, token, this.timeout(undefined));
+      // The release is now queued on the connection: a local waiter woken here sends its attempt on the
+      // same connection right behind it, so Redis runs that attempt just after the delete — a handover in
+      // one round trip. The PUBLISH of this release carries the same token, and the hub counts it once.
+      for (const key of keys) this.hub.announce(key.channel, token);
+      return (await released) === keys.length;
     } catch (error) {
       throw this.unavailable(error, keys, 'release');
     }
@@ -83,6 +88,10 @@ export class RedisLockStore implements LockStore {
 
   watch(keys: readonly LockKeyNames[]): ReleaseWatch {
     return this.hub.watch(keys);
+  }
+
+  hasWaiters(keys: readonly LockKeyNames[]): boolean {
+    return this.hub.hasSleepers(keys);
   }
 
   async ping(): Promise<void> {

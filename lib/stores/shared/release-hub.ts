@@ -47,6 +47,16 @@ export class ReleaseHub {
     state.sleepers.shift()?.wake();
   }
 
+  hasSleepers(keys: readonly LockKeyNames[]): boolean {
+    for (const key of keys) if ((this.channels.get(key.channel)?.sleepers.length ?? 0) > 0) return true;
+    return false;
+  }
+
+  /** @internal A waiter that was woken but gave up hands the wake-up to the next one. */
+  wakeNext(state: ChannelState): void {
+    state.sleepers.shift()?.wake();
+  }
+
   watch(keys: readonly LockKeyNames[]): ReleaseWatch {
     const states = keys.map((key) => this.open(key.channel));
     return new HubWatch(this, states, keys.map((key) => key.channel));
@@ -104,6 +114,8 @@ export class ReleaseHub {
 
 class HubWatch implements ReleaseWatch {
   private closed = false;
+  /** Woken by a release and not yet gone back to attempt. */
+  private unusedWake = false;
 
   constructor(
     private readonly hub: ReleaseHub,
@@ -112,6 +124,7 @@ class HubWatch implements ReleaseWatch {
   ) {}
 
   get seen(): number {
+    this.unusedWake = false;
     let total = 0;
     for (const state of this.states) total += state.releases;
     return total;
@@ -124,7 +137,12 @@ class HubWatch implements ReleaseWatch {
   next(timeoutMs: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<void>((resolve, reject) => {
-      const sleeper: Sleeper = { wake: () => finish() };
+      const sleeper: Sleeper = {
+        wake: () => {
+          this.unusedWake = true;
+          finish();
+        },
+      };
       const onAbort = (): void => finish(signal?.reason);
       const timer = setTimeout(() => finish(), Math.max(0, timeoutMs));
       const finish = (error?: unknown): void => {
@@ -145,6 +163,7 @@ class HubWatch implements ReleaseWatch {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    if (this.unusedWake) for (const state of this.states) this.hub.wakeNext(state);
     this.states.forEach((state, index) => this.hub.closeChannel(this.channels[index], state));
   }
 }
