@@ -1,0 +1,17 @@
+import type Redis from 'ioredis';
+
+/** QUIT, or a hard disconnect when QUIT does not answer within a second. */
+export async function closeClients(clients: readonly Redis[]): Promise<void> {
+  await Promise.all(
+    clients.map(async (client) => {
+      const timer = setTimeout(() => client.disconnect(), 1_000);
+      try {
+        await client.quit();
+      } catch {
+        client.disconnect();
+      } finally {
+        clearTimeout(timer);
+      }
+    }),
+  );
+}
