@@ -49,7 +49,7 @@ export interface LockModuleOptions {
   reentrant?: boolean;
   /**
    * How long one Redis command may take before the store counts as unreachable, in ms.
-   * Default: ttl / 10, between 50 and 1000 (and always less than the ttl).
+   * Default: ttl / 5, between 100 and 1000, and at most half the ttl.
    */
   commandTimeout?: number;
 }

@@ -1,17 +1,15 @@
 import { Logger } from '@nestjs/common';
-import { LockOptionsError } from '../errors';
 import type { ResolvedLockOptions } from '../lock-options.interface';
 import type { LockStore } from './lock-store.interface';
 import { MemoryLockStore } from './memory/memory-lock.store';
 import { RedisLockStore } from './redis/redis-lock.store';
+import { RedlockLockStore } from './redlock/redlock-lock.store';
 
 /** Chooses the store from the validated options: Redlock over `nodes`, one Redis, or in-process. */
 export function createLockStore(options: ResolvedLockOptions): LockStore {
   const timing = { driftFactor: options.driftFactor, commandTimeout: options.commandTimeout };
   if (options.redis !== undefined) return new RedisLockStore(options.redis, timing);
-  if (options.nodes !== undefined) {
-    throw new LockOptionsError('nodes', options.nodes, 'a release with the Redlock store (not built yet)');
-  }
+  if (options.nodes !== undefined) return new RedlockLockStore(options.nodes, timing);
   new Logger('LockModule').warn(
     'No Redis configured (neither `redis` nor `nodes`): using the in-process lock store, ' +
       'which excludes callers of this process only. Configure Redis for locks across processes.',

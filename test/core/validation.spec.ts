@@ -2,6 +2,7 @@ import { ConsoleLogger, DynamicModule } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { InvalidLockKeyError, LockModule, LockModuleOptions, LockOptionsError, LockService, MAX_KEY_LENGTH } from '../../lib';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
+import { eventually } from '../support/eventually';
 import { commandStats, statsDelta } from '../support/redis-stats';
 import { StoreUnderTest, storeRows } from '../support/store-matrix';
 import { rejectionOf } from './helpers/timing';
@@ -97,6 +98,15 @@ describe.each(storeRows())('bad keys (%s store)', (_name, fixture) => {
     const { locks } = await apps.start(store.options());
     // A first real lock, so connections are open and their setup commands are behind us.
     await (await locks.acquire(uniqueKey('warm-up'))).release();
+    // Redlock decides at a quorum: wait until every server has run the warm-up's acquire and release.
+    await eventually(
+      async () =>
+        (await Promise.all(store.servers.map((server) => commandStats(server.url)))).every(
+          (stats) => (stats.evalsha ?? 0) + (stats.eval ?? 0) >= 2,
+        ),
+      5_000,
+      'every server ran the warm-up',
+    );
     const before = await Promise.all(store.servers.map((server) => commandStats(server.url)));
 
     for (const error of await callEverything(locks, key)) expect(error).toBeInstanceOf(InvalidLockKeyError);

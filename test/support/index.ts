@@ -6,3 +6,4 @@ export * from './redis-server';
 export * from './redis-stats';
 export * from './resp-client';
 export * from './store-matrix';
+export * from './eventually';

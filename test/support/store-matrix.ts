@@ -65,11 +65,8 @@ export const STORE_MATRIX: readonly StoreFixture[] = [
   { name: 'redlock5', usesRedis: true, setup: () => redisServers('redlock5', 5) },
 ];
 
-/**
- * The stores the core suite runs against. The Redlock entries join once the Redlock store exists: add
- * them here, or run with LOCK_TEST_STORES=memory,redis,redlock3,redlock5.
- */
-export const CORE_STORE_NAMES: readonly StoreName[] = ['memory', 'redis'];
+/** The stores the core suite runs against (LOCK_TEST_STORES=memory,redis narrows it for a quick run). */
+export const CORE_STORE_NAMES: readonly StoreName[] = ['memory', 'redis', 'redlock3', 'redlock5'];
 
 /** The fixtures named by LOCK_TEST_STORES (comma-separated), or by `defaults`. */
 export function storesUnderTest(defaults: readonly StoreName[] = CORE_STORE_NAMES): StoreFixture[] {

@@ -71,7 +71,7 @@ export class RedisLockStore implements LockStore {
       // The release is now queued on the connection: a local waiter woken here sends its attempt on the
       // same connection right behind it, so Redis runs that attempt just after the delete — a handover in
       // one round trip. The PUBLISH of this release carries the same token, and the hub counts it once.
-      for (const key of keys) this.hub.announce(key.channel, token);
+      for (const key of keys) this.hub.handOver(key.channel, token);
       return (await released) === keys.length;
     } catch (error) {
       throw this.unavailable(error, keys, 'release');

@@ -21,7 +21,16 @@ interface ChannelState {
   readonly sleepers: Sleeper[];
   subscribed: Promise<void> | undefined;
   lingerTimer: NodeJS.Timeout | undefined;
+  /** Releases in a row handed straight to a waiter of this process (see handOver). */
+  localStreak: number;
 }
+
+/**
+ * How many releases in a row may go straight to a waiter of this process. Past that, one release wakes
+ * nobody here directly: this process's waiter and other processes' waiters all learn of it from the
+ * published message and race fairly, so a busy process cannot keep a key from the others indefinitely.
+ */
+const MAX_LOCAL_HANDOVERS = 3;
 
 /**
  * Turns release announcements into wake-ups, so waiters sleep instead of polling. Waiters of one process
@@ -45,6 +54,23 @@ export class ReleaseHub {
     state.lastToken = token;
     state.releases++;
     state.sleepers.shift()?.wake();
+  }
+
+  /**
+   * Called by a store right after it has sent a release of this process: wakes the next local waiter at
+   * once, so its attempt follows the release on the same connection (a handover in one round trip). The
+   * published message of the same release then carries the same token and is not counted twice. Every
+   * MAX_LOCAL_HANDOVERS-th release is left to the published message instead.
+   */
+  handOver(channel: string, token: string): void {
+    const state = this.channels.get(channel);
+    if (!state || state.sleepers.length === 0) return;
+    if (state.localStreak >= MAX_LOCAL_HANDOVERS) {
+      state.localStreak = 0;
+      return;
+    }
+    state.localStreak++;
+    this.announce(channel, token);
   }
 
   hasSleepers(keys: readonly LockKeyNames[]): boolean {
@@ -100,7 +126,15 @@ export class ReleaseHub {
   private open(channel: string): ChannelState {
     let state = this.channels.get(channel);
     if (!state) {
-      state = { releases: 0, lastToken: undefined, watchers: 0, sleepers: [], subscribed: undefined, lingerTimer: undefined };
+      state = {
+        releases: 0,
+        lastToken: undefined,
+        watchers: 0,
+        sleepers: [],
+        subscribed: undefined,
+        lingerTimer: undefined,
+        localStreak: 0,
+      };
       this.channels.set(channel, state);
     }
     if (state.lingerTimer) {

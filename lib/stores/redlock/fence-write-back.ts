@@ -1,0 +1,71 @@
+import { InvalidLockKeyError } from '../../errors';
+import type { LockKeyNames } from '../lock-store.interface';
+import type { RedisLockNode } from '../redis/redis-lock-node';
+import { QuorumRound } from './quorum-round';
+
+/** A node that granted the lock, and the fence per key its counters gave the grant. */
+export interface NodeGrant {
+  readonly node: number;
+  readonly fences: readonly number[];
+}
+
+/** Per key, the highest fence any of the granting nodes gave. */
+export function highestFences(grants: readonly NodeGrant[]): number[] {
+  const highest: number[] = [];
+  for (const grant of grants) {
+    grant.fences.forEach((fence, index) => (highest[index] = Math.max(highest[index] ?? 0, fence)));
+  }
+  return highest;
+}
+
+/** Whether every counter of a grant is already at `target` (counters never go down, so "at least"). */
+function reaches(fences: readonly number[], target: readonly number[]): boolean {
+  return target.every((value, index) => fences[index] >= value);
+}
+
+/**
+ * Makes the fences of a Redlock grant strictly greater than those of every earlier grant of the same key,
+ * although each node keeps its own counter and successive grants may be made by different quorums.
+ *
+ * The grant's fence per key is F = the maximum over the granting quorum. Before the grant is returned, a
+ * set S of at least a quorum of nodes that granted it (and still hold it: the raise script checks the
+ * token) must have counters >= F: nodes whose own answer was F already do, the others are raised to F with
+ * a compare-and-raise script (SET only if lower). Then, for any later grant L of the key:
+ *   - L's granting quorum and S, both majorities, share a node k;
+ *   - k held this grant from before S was complete until after it was returned (the lease outlives the
+ *     return: the store never returns a grant whose validity is over), so L's acquire script ran on k
+ *     after this grant was returned, hence after k's counter was >= F;
+ *   - that script's INCR on k gave L a value > F, and L's fence, a maximum that includes k's, is > F.
+ * Raising nodes outside the granting quorum would not do: a later grant may have taken such a node
+ * before the raise reached it, and the intersection argument needs a node it could only take afterwards.
+ * Like the single-Redis fence, this holds while nodes keep their counters (no restart without persistence).
+ *
+ * Resolves with F once S is established; undefined when too few holders confirmed (the caller gives up the
+ * grant). An InvalidLockKeyError from a node (foreign data at a fence key) rejects.
+ */
+export async function writeBackFences(
+  nodes: readonly RedisLockNode[],
+  grants: readonly NodeGrant[],
+  keys: readonly LockKeyNames[],
+  token: string,
+  quorum: number,
+  timeoutMs: number,
+): Promise<number[] | undefined> {
+  const highest = highestFences(grants);
+  const atHighest = grants.filter((grant) => reaches(grant.fences, highest)).length;
+  if (atHighest >= quorum) return highest;
+
+  const behind = grants.filter((grant) => !reaches(grant.fences, highest));
+  const round = new QuorumRound(behind.length, (index) =>
+    nodes[behind[index].node].raiseFences(keys, token, highest, timeoutMs),
+  );
+  const confirmed = await round.decide<boolean>((answers, pending) => {
+    const invalid = answers.find((answer) => !answer.ok && answer.error instanceof InvalidLockKeyError);
+    if (invalid && !invalid.ok) throw invalid.error;
+    const raised = answers.filter((answer) => answer.ok && answer.value).length;
+    if (atHighest + raised >= quorum) return true;
+    if (atHighest + raised + pending < quorum) return false;
+    return undefined;
+  });
+  return confirmed ? highest : undefined;
+}

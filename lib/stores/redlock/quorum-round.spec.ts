@@ -1,0 +1,60 @@
+import { QuorumRound, quorumOf } from './quorum-round';
+
+/** A promise settled from outside: one per node, so a test decides when each node answers. */
+function deferred<T>(): { promise: Promise<T>; resolve(value: T): void; reject(error: unknown): void } {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+const yesOnQuorum = (quorum: number) => (answers: readonly { ok: boolean; value?: unknown }[], pending: number) => {
+  const yes = answers.filter((answer) => answer.ok && answer.value === true).length;
+  if (yes >= quorum) return 'for';
+  if (yes + pending < quorum) return 'against';
+  return undefined;
+};
+
+describe('QuorumRound', () => {
+  it('quorumOf is a strict majority', () => {
+    expect([1, 2, 3, 4, 5, 6, 7].map(quorumOf)).toEqual([1, 2, 2, 3, 3, 4, 4]);
+  });
+
+  it('decides as soon as a quorum answered, without waiting for the silent nodes', async () => {
+    const nodes = [deferred<boolean>(), deferred<boolean>(), deferred<boolean>(), deferred<boolean>(), deferred<boolean>()];
+    const round = new QuorumRound(5, (node) => nodes[node].promise);
+    const decision = round.decide(yesOnQuorum(3));
+    nodes[4].resolve(true);
+    nodes[1].resolve(true);
+    nodes[2].resolve(true);
+    // Nodes 0 and 3 never answer.
+    await expect(decision).resolves.toBe('for');
+    expect(round.answersSoFar().map((answer) => answer.node)).toEqual([4, 1, 2]);
+  });
+
+  it('decides against once a quorum is out of reach; a thrown send counts as that node failing', async () => {
+    const nodes = [deferred<boolean>(), deferred<boolean>(), deferred<boolean>()];
+    const round = new QuorumRound(3, (node) => {
+      if (node === 0) throw new Error('no connection');
+      return nodes[node].promise;
+    });
+    const decision = round.decide(yesOnQuorum(2));
+    nodes[1].reject(new Error('timed out'));
+    await expect(decision).resolves.toBe('against');
+    expect(round.answersSoFar().map((answer) => answer.ok)).toEqual([false, false]);
+  });
+
+  it('rejects when the rule throws, and when it makes no decision after every node answered', async () => {
+    const throwing = new QuorumRound(1, async () => true);
+    await expect(
+      throwing.decide(() => {
+        throw new RangeError('foreign data');
+      }),
+    ).rejects.toBeInstanceOf(RangeError);
+    const undecided = new QuorumRound(2, async () => true);
+    await expect(undecided.decide(() => undefined)).rejects.toThrow(/no decision/);
+  });
+});

@@ -1,0 +1,307 @@
+import type { Redis, RedisOptions } from 'ioredis';
+import { InvalidLockKeyError, LockUnavailableError } from '../../errors';
+import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockStore, ReleaseWatch } from '../lock-store.interface';
+import { type NodeAcquireReply, RedisLockNode } from '../redis/redis-lock-node';
+import { ReleaseHub } from '../shared/release-hub';
+import { clockDrift, commandTimeoutFor } from '../shared/timing';
+import { type NodeGrant, writeBackFences } from './fence-write-back';
+import { type NodeAnswer, QuorumRound, quorumOf } from './quorum-round';
+
+export interface RedlockLockStoreOptions {
+  readonly driftFactor: number;
+  /** Fixed per-node command timeout; by default derived from each call's ttl (see commandTimeoutFor). */
+  readonly commandTimeout?: number;
+}
+
+/** How a round of votes ended. */
+type Verdict = 'for' | 'against' | 'unavailable';
+
+/**
+ * The Redlock algorithm over N independent Redis masters (redis.io, "Distributed locks"): a lock is held
+ * when a quorum of floor(N/2)+1 nodes holds it, for a validity of ttl − elapsed − drift measured on the
+ * monotonic clock from before the first command was sent.
+ *
+ * Every operation sends the single-node script to all nodes at once and is decided as soon as a quorum
+ * answered for it, or so many answered against (busy, or failed) that a quorum is impossible; paused or
+ * slow nodes are then no longer waited for. Each node command is bounded by a per-node timeout small against
+ * the ttl (a fifth of it, 100 ms to 1 s), so an attempt that must wait for silent nodes still ends within
+ * that timeout plus one round trip.
+ *
+ * Unlike node-redlock: the validity of a grant is measured from the start of that attempt (not of the
+ * first retry) and a grant whose validity is over is never returned; a failed attempt is undone on every
+ * node before it returns (the next attempt, and other clients, find no partial lock); an unreachable
+ * majority is a LockUnavailableError, a busy key is a normal "not acquired"; and fences stay strictly
+ * increasing when the quorum moves between nodes (fence-write-back.ts).
+ */
+export class RedlockLockStore implements LockStore {
+  readonly kind = 'redlock';
+  private readonly nodes: RedisLockNode[];
+  private readonly quorum: number;
+  private readonly hub: ReleaseHub;
+
+  constructor(
+    connections: readonly (string | RedisOptions | Redis)[],
+    private readonly options: RedlockLockStoreOptions,
+  ) {
+    if (connections.length === 0) throw new RangeError('Redlock needs at least one node');
+    this.nodes = connections.map((connection, index) => new RedisLockNode(connection, `nodes[${index}]`));
+    this.quorum = quorumOf(this.nodes.length);
+    this.hub = new ReleaseHub({
+      subscribe: (channel) => this.subscribe(channel),
+      unsubscribe: async (channel) => {
+        await Promise.allSettled(this.nodes.map((node) => node.unsubscribe(channel)));
+      },
+    });
+    // Every node that held a released lock announces it, with the releasing token: the hub counts it once.
+    for (const node of this.nodes) node.onRelease((channel, token) => this.hub.announce(channel, token));
+  }
+
+  async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
+    const ttl = Math.max(1, Math.round(request.ttl));
+    const timeout = this.timeout(ttl);
+    const { keys, token } = request;
+    const startedAt = performance.now();
+    const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].acquire(keys, token, ttl, timeout));
+    const verdict = await round.decide((answers) => this.acquireVerdict(answers));
+    const answers = round.answersSoFar();
+
+    if (verdict === 'for') {
+      const grants: NodeGrant[] = [];
+      for (const answer of answers) {
+        if (answer.ok && answer.value.acquired) grants.push({ node: answer.node, fences: answer.value.fences });
+      }
+      let fences: number[] | undefined;
+      try {
+        fences = await writeBackFences(this.nodes, grants, keys, token, this.quorum, timeout);
+      } catch (error) {
+        await this.undo(round, keys, token, timeout);
+        throw error;
+      }
+      const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
+      if (fences && validUntil > performance.now()) return { acquired: true, fences, validUntil };
+      await this.undo(round, keys, token, timeout);
+      throw this.unavailable(
+        keys,
+        'acquire',
+        fences
+          ? `a quorum granted the lock only after its validity (ttl ${ttl} ms − elapsed − drift) had run out; ` +
+              'the nodes answer too slowly for this ttl (or the event loop was blocked)'
+          : `fewer than ${this.quorum} of ${this.nodes.length} nodes confirmed the lock's fencing token`,
+        answers,
+      );
+    }
+
+    await this.undo(round, keys, token, timeout, verdict !== 'unavailable');
+    if (verdict === 'unavailable') {
+      throw this.unavailable(keys, 'acquire', this.tooFewNodes(answers), answers);
+    }
+    const busy: number[] = [];
+    let failed = 0;
+    for (const answer of answers) {
+      // Foreign data at a key that kept this lock from a quorum is the caller's to fix (key or keyPrefix).
+      if (!answer.ok && answer.error instanceof InvalidLockKeyError) throw answer.error;
+      if (!answer.ok) failed++;
+      else if (!answer.value.acquired) busy.push(answer.value.retryAfter);
+    }
+    return { acquired: false, retryAfter: this.retryAfter(busy, failed) };
+  }
+
+  async extend(request: AcquireRequest): Promise<number | null> {
+    const ttl = Math.max(1, Math.round(request.ttl));
+    const timeout = this.timeout(ttl);
+    const startedAt = performance.now();
+    const round = new QuorumRound(this.nodes.length, (node) =>
+      this.nodes[node].extend(request.keys, request.token, ttl, timeout),
+    );
+    const verdict = await round.decide<Verdict>((answers, pending) => {
+      const extended = answers.filter((answer) => answer.ok && answer.value).length;
+      const refused = answers.filter((answer) => answer.ok && !answer.value).length;
+      if (extended >= this.quorum) return 'for';
+      // Refusals are proof: a quorum can no longer hold the lock with this token.
+      if (refused > this.nodes.length - this.quorum) return 'against';
+      // Unanswered nodes might still hold it: not proof of loss, so the lease retries until its deadline.
+      return pending === 0 ? 'unavailable' : undefined;
+    });
+    if (verdict === 'unavailable') {
+      const answers = round.answersSoFar();
+      const extended = answers.filter((answer) => answer.ok && answer.value).length;
+      throw this.unavailable(
+        request.keys,
+        'extend',
+        `renewed on ${extended} of ${this.nodes.length} Redlock nodes, a quorum is ${this.quorum}; ` +
+          'the others refused or did not answer',
+        answers,
+      );
+    }
+    if (verdict === 'against') return null;
+    const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
+    // Confirmed too late to be worth anything (the event loop was blocked, or the nodes were slow).
+    return validUntil > performance.now() ? validUntil : null;
+  }
+
+  async release(keys: readonly LockKeyNames[], token: string): Promise<boolean> {
+    const timeout = this.timeout(undefined);
+    const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].release(keys, token, timeout));
+    // The deletes are now queued on every node's connection: a local waiter woken here sends its attempt
+    // right behind them on the same connections, so each node runs it just after the delete (a handover in
+    // one round trip). The nodes' PUBLISH of this release carry the same token, and the hub counts it once.
+    for (const key of keys) this.hub.handOver(key.channel, token);
+    const verdict = await round.decide<Verdict>((answers) =>
+      this.tally(answers.filter((answer) => answer.ok && answer.value === keys.length).length, answers),
+    );
+    if (verdict === 'unavailable') {
+      throw this.unavailable(keys, 'release', this.tooFewNodes(round.answersSoFar()), round.answersSoFar());
+    }
+    return verdict === 'for';
+  }
+
+  async isLocked(key: LockKeyNames): Promise<boolean> {
+    const timeout = this.timeout(undefined);
+    const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].exists(key, timeout));
+    const verdict = await round.decide<Verdict>((answers) =>
+      this.tally(answers.filter((answer) => answer.ok && answer.value).length, answers),
+    );
+    if (verdict === 'unavailable') {
+      throw this.unavailable([key], 'isLocked', this.tooFewNodes(round.answersSoFar()), round.answersSoFar());
+    }
+    return verdict === 'for';
+  }
+
+  watch(keys: readonly LockKeyNames[]): ReleaseWatch {
+    return this.hub.watch(keys);
+  }
+
+  hasWaiters(keys: readonly LockKeyNames[]): boolean {
+    return this.hub.hasSleepers(keys);
+  }
+
+  async ping(): Promise<void> {
+    const timeout = this.timeout(undefined);
+    const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].ping(timeout));
+    const verdict = await round.decide<Verdict>((answers) =>
+      this.tally(answers.filter((answer) => answer.ok).length, answers),
+    );
+    if (verdict !== 'for') throw this.unavailable([], 'ping', this.tooFewNodes(round.answersSoFar()), round.answersSoFar());
+  }
+
+  async close(): Promise<void> {
+    this.hub.clear();
+    await Promise.all(this.nodes.map((node) => node.close()));
+  }
+
+  /**
+   * Acquire votes: granted on a quorum wins; failures (errors, timeouts) on more nodes than can be spared
+   * make the store unavailable; otherwise, once the nodes that refused (busy, or foreign data at a key) and
+   * those that failed together leave no quorum, the attempt fails as busy.
+   */
+  private acquireVerdict(answers: readonly NodeAnswer<NodeAcquireReply>[]): Verdict | undefined {
+    const granted = answers.filter((answer) => answer.ok && answer.value.acquired).length;
+    const failed = answers.filter((answer) => !answer.ok && !(answer.error instanceof InvalidLockKeyError)).length;
+    const spare = this.nodes.length - this.quorum;
+    if (granted >= this.quorum) return 'for';
+    if (failed > spare) return 'unavailable';
+    if (answers.length - granted > spare) return 'against';
+    return undefined;
+  }
+
+  /** Yes/no votes: `yes` on a quorum is 'for'; too many failures 'unavailable'; a quorum out of reach 'against'. */
+  private tally(yes: number, answers: readonly NodeAnswer<unknown>[]): Verdict | undefined {
+    const failed = answers.filter((answer) => !answer.ok).length;
+    const spare = this.nodes.length - this.quorum;
+    if (yes >= this.quorum) return 'for';
+    if (failed > spare) return 'unavailable';
+    if (answers.length - yes > spare) return 'against';
+    return undefined;
+  }
+
+  /**
+   * Takes back a failed attempt before returning, so neither the next attempt nor another client meets a
+   * partial lock. The release goes to every node that may hold the attempt's keys, i.e. all but those that
+   * answered busy (the acquire script is all-or-none on a node: a busy node took nothing). It is awaited
+   * from each node that answers the acquire in time. Nodes that failed, or stay silent past their timeout,
+   * get it unawaited: it queues behind the acquire on the same connection, so it runs right after the late
+   * acquire once they answer again. With `awaitPending` false (the store is unavailable anyway), nodes that
+   * have not answered yet get the release at once and are not waited for.
+   */
+  private async undo(
+    round: QuorumRound<NodeAcquireReply>,
+    keys: readonly LockKeyNames[],
+    token: string,
+    timeout: number,
+    awaitPending = true,
+  ): Promise<void> {
+    const answered = new Map(round.answersSoFar().map((answer) => [answer.node, answer]));
+    const release = (node: RedisLockNode): Promise<void> =>
+      node.release(keys, token, timeout).then(
+        () => undefined,
+        () => undefined,
+      );
+    await Promise.all(
+      this.nodes.map(async (node, index) => {
+        let answer = answered.get(index);
+        if (!answer && !awaitPending) {
+          void release(node);
+          return;
+        }
+        answer ??= await round.answers[index];
+        if (!answer.ok) void release(node);
+        else if (answer.value.acquired) await release(node);
+      }),
+    );
+  }
+
+  /**
+   * When a busy key frees up for this client: the key is granted once enough of the busy nodes' leases
+   * expire for the nodes left to make a quorum. -1 when no busy node reported a time.
+   */
+  private retryAfter(busy: readonly number[], failed: number): number {
+    const known = busy.filter((ms) => ms >= 0).sort((a, b) => a - b);
+    if (known.length === 0) return -1;
+    const canStayBusy = Math.max(0, this.nodes.length - failed - this.quorum);
+    const mustExpire = Math.min(known.length, Math.max(1, busy.length - canStayBusy));
+    return Math.max(1, known[mustExpire - 1]);
+  }
+
+  private tooFewNodes(answers: readonly NodeAnswer<unknown>[]): string {
+    const answered = answers.filter((answer) => answer.ok).length;
+    return `only ${answered} of ${this.nodes.length} Redlock nodes answered, a quorum is ${this.quorum}`;
+  }
+
+  private unavailable(
+    keys: readonly LockKeyNames[],
+    operation: string,
+    detail: string,
+    answers: readonly NodeAnswer<unknown>[],
+  ): LockUnavailableError {
+    const failures = answers.flatMap((answer) =>
+      answer.ok ? [] : [`${this.nodes[answer.node].label}: ${errorMessage(answer.error)}`],
+    );
+    const cause = answers.find((answer) => !answer.ok);
+    return new LockUnavailableError(
+      keys.map((key) => key.name),
+      `${operation} failed on Redlock: ${detail}${failures.length > 0 ? ` (${failures.join('; ')})` : ''}`,
+      cause && !cause.ok ? { cause: cause.error } : undefined,
+    );
+  }
+
+  private async subscribe(channel: string): Promise<void> {
+    const timeout = this.timeout(undefined);
+    const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].subscribe(channel, timeout));
+    // A quorum of listening nodes suffices: a lock is held, and so released, on a quorum, and two quorums
+    // share a node. Nodes that subscribe late still deliver from then on.
+    const verdict = await round.decide<Verdict>((answers) =>
+      this.tally(answers.filter((answer) => answer.ok).length, answers),
+    );
+    if (verdict !== 'for') {
+      throw this.unavailable([], 'watch', this.tooFewNodes(round.answersSoFar()), round.answersSoFar());
+    }
+  }
+
+  private timeout(ttl: number | undefined): number {
+    return this.options.commandTimeout ?? commandTimeoutFor(ttl);
+  }
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
