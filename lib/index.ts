@@ -10,3 +10,4 @@ export { LockInterceptor } from './lock.interceptor';
 export type { LockedKey, LockKeyFunction } from './keys/key-template';
 export { normalizeKeys } from './keys/lock-key.validator';
 export type { LockStore, LockKeyNames, AcquireRequest, AcquireOutcome, ReleaseWatch } from './stores/lock-store.interface';
+export * from './fencing';

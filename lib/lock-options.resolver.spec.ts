@@ -34,6 +34,8 @@ describe('resolveLockOptions', () => {
     ['redis.port', { redis: { port: 70000 } }],
     ['redis.host', { redis: { host: 1 } }],
     ['options', 'redis://127.0.0.1'],
+    ['ttL', { ttL: 1000 }],
+    ['url', { url: 'redis://127.0.0.1' }],
   ])('rejects a bad %s with a LockOptionsError naming it', (option, options) => {
     let caught: unknown;
     try {

@@ -19,11 +19,30 @@ export const LOCK_DEFAULTS = {
   reentrant: true,
 } as const;
 
+/** Every option LockModule knows: anything else is a typo that would silently fall back to a default. */
+const KNOWN_OPTIONS: ReadonlySet<string> = new Set<keyof LockModuleOptions>([
+  'redis',
+  'nodes',
+  'keyPrefix',
+  'ttl',
+  'wait',
+  'autoExtend',
+  'maxHold',
+  'driftFactor',
+  'reentrant',
+  'commandTimeout',
+]);
+
 /** Merges the defaults into the module's options and validates every value, once, at bootstrap. */
 export function resolveLockOptions(options: LockModuleOptions | undefined): ResolvedLockOptions {
   const given: LockModuleOptions = options ?? {};
   if (typeof given !== 'object' || given === null) {
     throw new LockOptionsError('options', given, 'an object of LockModuleOptions');
+  }
+  for (const option of Object.keys(given)) {
+    if (!KNOWN_OPTIONS.has(option)) {
+      throw new LockOptionsError(option, (given as Record<string, unknown>)[option], `one of the options: ${[...KNOWN_OPTIONS].join(', ')}`);
+    }
   }
   if (given.redis !== undefined && given.nodes !== undefined) {
     throw new LockOptionsError('nodes', given.nodes, "no 'nodes' when 'redis' is given: they are exclusive");

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
+import { LockOptionsError } from './errors';
 import { LOCK_OPTIONS, LOCK_STORE } from './lock.constants';
 import {
   ConfigurableLockModule,
@@ -38,6 +39,10 @@ import { createLockStore } from './stores/lock-store.factory';
 })
 export class LockModule extends ConfigurableLockModule {
   static forRoot(options: typeof LOCK_MODULE_OPTIONS_TYPE = {}) {
+    // Checked before Nest's module builder spreads it (a string would become { 0: 'r', 1: 'e', ... }).
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      throw new LockOptionsError('options', options, 'an object of LockModuleOptions');
+    }
     return super.forRoot(options);
   }
 

@@ -237,12 +237,19 @@ function isClient(value: RedisOptions | Client): value is Client {
 
 function createOwnedClient(connection: string | RedisOptions): Redis {
   // Writes are coalesced per tick by the node itself (see coalesceWrites); a small retry budget keeps a
-  // dead server from holding a caller far beyond the store's own command timeout.
-  const ours: RedisOptions = { maxRetriesPerRequest: 2 };
+  // dead server from holding a caller far beyond the store's own command timeout. Connected on the first
+  // command, not when the module is built: an application whose bootstrap fails afterwards (a bad @Locked
+  // template, another module's onModuleInit) runs no shutdown hook, and would leave the connection open.
+  const ours: RedisOptions = { maxRetriesPerRequest: 2, lazyConnect: true };
   return typeof connection === 'string' ? new Redis(connection, ours) : new Redis({ ...ours, ...connection });
 }
 
 async function quit(client: Client): Promise<void> {
+  // Never connected (lazyConnect): QUIT would open a connection just to close it.
+  if (client.status === 'wait') {
+    client.disconnect();
+    return;
+  }
   try {
     await withTimeout(client.quit(), 1_000);
   } catch {

@@ -1,0 +1,22 @@
+import { LockError } from '../errors/lock.error';
+
+/**
+ * A fenced write was refused: the writer's fencing token is older than the last one that wrote the
+ * resource, so its lock was lost and a newer holder has written since. The writer must stop, not retry
+ * with the same lock.
+ */
+export class FencedWriteRejectedError extends LockError {
+  constructor(
+    /** The resource's Redis key. */
+    readonly key: string,
+    /** The refused writer's fencing token. */
+    readonly fence: number,
+    /** The token of the last write the resource accepted. */
+    readonly lastFence: number,
+  ) {
+    super(
+      `Write to ${JSON.stringify(key)} refused: fencing token ${fence} is older than ${lastFence}, the last one that wrote it. ` +
+        `The lock was lost and a newer holder has written since; stop this work.`,
+    );
+  }
+}

@@ -1,0 +1,41 @@
+import { LockLostError, type AcquireOptions } from '../../lib';
+import { trackLockApps, uniqueKey } from '../support/lock-app';
+import { startRedis, type RedisProcess } from '../support/redis-server';
+import { abortedAt } from './support/timing';
+
+/**
+ * A holder never believes in a lease that Redis has already let go: by the time another service can take
+ * the key, the first holder's signal has aborted. (Regression: extend() with a shorter ttl shortened the
+ * lease in Redis but kept the longer local validity, so for up to one ttl two holders each believed they
+ * held the lock.)
+ */
+describe('the holder\'s belief never outlives the lease in Redis', () => {
+  const apps = trackLockApps();
+  let server: RedisProcess;
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterAll(() => server?.stop());
+
+  it.each<[string, AcquireOptions]>([
+    ['extend() with a shorter ttl, auto-extension off', { autoExtend: false }],
+    ['maxHold reached under auto-extension', { maxHold: 400 }],
+  ])('%s: the signal aborts before another service is granted the key', async (_case, options) => {
+    const first = await apps.start({ redis: server.url });
+    const second = await apps.start({ redis: server.url });
+    const key = uniqueKey('belief');
+    const holder = await first.locks.acquire(key, { ttl: 10_000, ...options });
+    if (options.autoExtend === false) await holder.extend(300);
+    const lostAt = abortedAt(holder.signal);
+
+    const successor = await second.locks.acquire(key, { wait: 5_000 });
+    const grantedAt = performance.now();
+    // The abort has already happened (its timestamp is earlier) when the successor holds the key.
+    expect(holder.signal.aborted).toBe(true);
+    expect(await lostAt).toBeLessThanOrEqual(grantedAt);
+    expect(holder.signal.reason).toBeInstanceOf(LockLostError);
+    expect(successor.fence).toBeGreaterThan(holder.fence);
+    expect(await holder.release()).toBe(false);
+    expect(await successor.release()).toBe(true);
+  });
+});
