@@ -7,3 +7,4 @@ export * from './redis-stats';
 export * from './resp-client';
 export * from './store-matrix';
 export * from './eventually';
+export * from './deadlines';

@@ -187,3 +187,15 @@ class RedisServerProcess implements RedisProcess {
     process.kill(child.pid, signal);
   }
 }
+
+/** Starts `count` servers; if one fails to start, stops those already started. */
+export async function startRedisServers(count: number): Promise<RedisProcess[]> {
+  const servers: RedisProcess[] = [];
+  try {
+    for (let i = 0; i < count; i++) servers.push(await startRedis());
+  } catch (error) {
+    await Promise.all(servers.map((server) => server.stop()));
+    throw error;
+  }
+  return servers;
+}

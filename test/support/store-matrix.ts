@@ -1,5 +1,5 @@
 import type { LockModuleOptions } from '../../lib';
-import { RedisProcess, startRedis } from './redis-server';
+import { RedisProcess, startRedisServers } from './redis-server';
 
 /** The stores one behavioural suite can run against. */
 export type StoreName = 'memory' | 'redis' | 'redlock3' | 'redlock5';
@@ -28,13 +28,7 @@ export interface StoreFixture {
 }
 
 async function redisServers(name: StoreName, count: number): Promise<StoreUnderTest> {
-  const servers: RedisProcess[] = [];
-  try {
-    for (let i = 0; i < count; i++) servers.push(await startRedis());
-  } catch (error) {
-    await Promise.all(servers.map((server) => server.stop()));
-    throw error;
-  }
+  const servers = await startRedisServers(count);
   const connection: LockModuleOptions =
     name === 'redis' ? { redis: servers[0].url } : { nodes: servers.map((server) => server.url) };
   return {

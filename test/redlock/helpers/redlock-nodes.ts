@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import type { LockKeyNames } from '../../../lib';
 import { LockKeyNamer } from '../../../lib/keys';
 import { RedlockLockStore } from '../../../lib/stores/redlock/redlock-lock.store';
-import { type RedisProcess, startRedis } from '../../support/redis-server';
+import { type RedisProcess, startRedisServers } from '../../support/redis-server';
 
 /** N independent redis-server processes for one spec file, plus plain clients for inspecting them. */
 export interface RedlockNodes {
@@ -17,13 +17,7 @@ export interface RedlockNodes {
 }
 
 export async function startRedlockNodes(count: number): Promise<RedlockNodes> {
-  const servers: RedisProcess[] = [];
-  try {
-    for (let i = 0; i < count; i++) servers.push(await startRedis());
-  } catch (error) {
-    await Promise.all(servers.map((server) => server.stop()));
-    throw error;
-  }
+  const servers = await startRedisServers(count);
   const inspectors = servers.map((server) => new Redis(server.url, { maxRetriesPerRequest: 1, lazyConnect: false }));
   inspectors.forEach((client) => client.on('error', () => undefined));
   return {

@@ -1,17 +1,4 @@
-/** Resolves with performance.now() at the moment `signal` aborts (at once if it already has). */
-export function abortedAt(signal: AbortSignal): Promise<number> {
-  if (signal.aborted) return Promise.resolve(performance.now());
-  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(performance.now()), { once: true }));
-}
-
-/** `promise`, or a rejection naming `what` after `ms`: a hang fails the test at once instead of at Jest's timeout. */
-export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
+export { abortedAt, within } from '../../support/deadlines';
 
 /** The rejection reason of `promise`, with how long it took to settle; fails when it resolves. */
 export async function rejectionOf(promise: Promise<unknown>): Promise<{ error: unknown; ms: number }> {
