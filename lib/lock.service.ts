@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
-import { InvalidLockKeyError, LockNotAcquiredError, LockOptionsError, LockUnavailableError } from './errors';
+import { InvalidLockKeyError, LockLostError, LockNotAcquiredError, LockOptionsError, LockUnavailableError } from './errors';
 import { LockKeyNamer, normalizeKeys } from './keys';
 import { HeldLock } from './lease/held-lock';
 import { Lease, type LeaseHost } from './lease/lease';
@@ -109,6 +109,9 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     this.scheduler.clear();
     if (leases.length > 0) {
       this.logger.log(`Releasing ${leases.length} held lock(s) on shutdown`);
+      // Revoked first: code still running under these locks sees its signal abort before another
+      // instance can take the keys.
+      for (const lease of leases) lease.revoke('the application is shutting down');
       const releases = Promise.allSettled(leases.map((lease) => lease.release()));
       await Promise.race([releases, sleep(SHUTDOWN_RELEASE_TIMEOUT_MS)]);
     }
@@ -130,12 +133,30 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         if (!lease) missing.push(name);
       }
     }
+    // Pinned before any await: the outer holder may let go while this call waits for the other keys.
+    for (const lease of borrowed) lease.holds++;
     let own: Lease | undefined;
     if (missing.length > 0) {
       const names = missing.map((name) => this.namer.names(name));
       const token = randomToken();
-      const granted = await this.grant(names, token, settings, keys, once);
-      if (!granted) return null;
+      let granted: Granted | null;
+      try {
+        granted = await this.grant(names, token, settings, keys, once);
+      } catch (error) {
+        await this.unpin(borrowed);
+        throw error;
+      }
+      if (!granted) {
+        await this.unpin(borrowed);
+        return null;
+      }
+      if (this.closed || !borrowed.every((lease) => lease.isHeld)) {
+        // Shutdown began, or a borrowed lease was lost, while this call waited: nothing may be handed out.
+        await this.store.release(names, token).catch(() => undefined);
+        await this.unpin(borrowed);
+        if (this.closed) throw new LockUnavailableError(keys, 'the application is shutting down');
+        throw new LockLostError(keys, 'a lock this context already held on some of the keys was lost meanwhile');
+      }
       own = new Lease(this, {
         names,
         token,
@@ -147,7 +168,6 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
       });
       this.held.add(own);
     }
-    for (const lease of borrowed) lease.holds++;
     return new HeldLock(keys, own ? [...borrowed, own] : borrowed, (lease) => this.letGo(lease));
   }
 
@@ -216,6 +236,10 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         : error;
     }
     return watch;
+  }
+
+  private async unpin(leases: readonly Lease[]): Promise<void> {
+    await Promise.all(leases.map((lease) => this.letGo(lease).catch(() => false)));
   }
 
   private async letGo(lease: Lease): Promise<boolean> {

@@ -102,6 +102,11 @@ export class Lease implements ScheduledTask {
     return wasHeld && released;
   }
 
+  /** Declares the lease lost now (its signal aborts with `reason`); release() still deletes it in the store. */
+  revoke(reason: string): void {
+    this.lose(reason);
+  }
+
   /** Scheduler callback: the validity deadline or a renewal is due. */
   run(): void {
     if (this.state !== 'held') return;

@@ -1,3 +1,4 @@
+import { LockUnavailableError } from '../../errors';
 import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockStore, ReleaseWatch } from '../lock-store.interface';
 import { ReleaseHub } from '../shared/release-hub';
 
@@ -18,6 +19,7 @@ export class MemoryLockStore implements LockStore {
   private fenceCounter = 0;
   private readonly hub = new ReleaseHub({ subscribe: async () => undefined, unsubscribe: async () => undefined }, 0);
   private readonly sweeper: NodeJS.Timeout;
+  private closed = false;
 
   constructor(sweepIntervalMs = 30_000) {
     // Leases that expire without a release would otherwise stay in the map.
@@ -26,6 +28,7 @@ export class MemoryLockStore implements LockStore {
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
+    if (this.closed) throw new LockUnavailableError(request.keys.map((key) => key.name), 'the lock store is closed');
     const now = performance.now();
     for (const key of request.keys) {
       const lease = this.live(key.lockKey, now);
@@ -78,6 +81,7 @@ export class MemoryLockStore implements LockStore {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     clearInterval(this.sweeper);
     this.hub.clear();
     this.leases.clear();

@@ -44,7 +44,17 @@ export class RedisLockStore implements LockStore {
     try {
       const reply = await this.node.acquire(request.keys, request.token, ttl, timeout);
       if (!reply.acquired) return reply;
-      return { acquired: true, fences: reply.fences, validUntil: startedAt + ttl - clockDrift(ttl, this.options.driftFactor) };
+      const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
+      if (validUntil <= performance.now()) {
+        // The answer came too late for the lease (a stalled event loop, a slow network): it may already
+        // have expired and been granted again. Never hand it out.
+        this.node.release(request.keys, request.token, timeout).catch(() => undefined);
+        throw new LockUnavailableError(
+          request.keys.map((key) => key.name),
+          `Redis answered after the lease's validity (ttl ${ttl} ms minus drift) had passed`,
+        );
+      }
+      return { acquired: true, fences: reply.fences, validUntil };
     } catch (error) {
       if (error instanceof CommandTimeoutError) {
         // The script may still run once Redis answers: take back whatever it would grant under this token.
@@ -59,7 +69,9 @@ export class RedisLockStore implements LockStore {
     const startedAt = performance.now();
     try {
       const extended = await this.node.extend(request.keys, request.token, ttl, this.timeout(ttl));
-      return extended ? startedAt + ttl - clockDrift(ttl, this.options.driftFactor) : null;
+      const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
+      // A renewal answered after its own validity ended proves nothing about now: the lease is lost.
+      return extended && validUntil > performance.now() ? validUntil : null;
     } catch (error) {
       throw this.unavailable(error, request.keys, 'extend');
     }

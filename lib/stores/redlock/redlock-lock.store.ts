@@ -189,28 +189,29 @@ export class RedlockLockStore implements LockStore {
     await Promise.all(this.nodes.map((node) => node.close()));
   }
 
-  /**
-   * Acquire votes: granted on a quorum wins; failures (errors, timeouts) on more nodes than can be spared
-   * make the store unavailable; otherwise, once the nodes that refused (busy, or foreign data at a key) and
-   * those that failed together leave no quorum, the attempt fails as busy.
-   */
+  /** Acquire votes: a refusal is a busy key (or foreign data at it); see verdict(). */
   private acquireVerdict(answers: readonly NodeAnswer<NodeAcquireReply>[]): Verdict | undefined {
     const granted = answers.filter((answer) => answer.ok && answer.value.acquired).length;
     const failed = answers.filter((answer) => !answer.ok && !(answer.error instanceof InvalidLockKeyError)).length;
-    const spare = this.nodes.length - this.quorum;
-    if (granted >= this.quorum) return 'for';
-    if (failed > spare) return 'unavailable';
-    if (answers.length - granted > spare) return 'against';
-    return undefined;
+    return this.verdict(granted, failed, answers.length);
   }
 
   /** Yes/no votes: `yes` on a quorum is 'for'; too many failures 'unavailable'; a quorum out of reach 'against'. */
   private tally(yes: number, answers: readonly NodeAnswer<unknown>[]): Verdict | undefined {
-    const failed = answers.filter((answer) => !answer.ok).length;
+    return this.verdict(yes, answers.filter((answer) => !answer.ok).length, answers.length);
+  }
+
+  /**
+   * 'for' on a quorum of yes; 'unavailable' when more nodes failed than can be spared; 'against' (busy)
+   * once the refusals alone leave no quorum, or once every node has answered without a quorum. Until then
+   * a node still to answer could fail and make it 'unavailable': an unreachable store is never "busy".
+   */
+  private verdict(yes: number, failed: number, answered: number): Verdict | undefined {
     const spare = this.nodes.length - this.quorum;
     if (yes >= this.quorum) return 'for';
     if (failed > spare) return 'unavailable';
-    if (answers.length - yes > spare) return 'against';
+    const refused = answered - yes - failed;
+    if (refused > spare || answered === this.nodes.length) return 'against';
     return undefined;
   }
 

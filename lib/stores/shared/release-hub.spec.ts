@@ -70,4 +70,42 @@ describe('ReleaseHub', () => {
     await new Promise((resolve) => setTimeout(resolve, 60));
     expect(calls).toEqual(['sub k:c', 'unsub k:c']);
   });
+
+  it('undoes a subscription that failed (part of it may have happened), and lets a later watcher retry', async () => {
+    const calls: string[] = [];
+    let fail = true;
+    const hub = new ReleaseHub({
+      subscribe: async (channel) => {
+        calls.push(`sub ${channel}`);
+        if (fail) throw new Error('no quorum');
+      },
+      unsubscribe: async (channel) => void calls.push(`unsub ${channel}`),
+    });
+    const watch = hub.watch([names('k')]);
+    await expect(watch.ready()).rejects.toThrow('no quorum');
+    watch.close();
+    expect(calls).toEqual(['sub k:c', 'unsub k:c']);
+    fail = false;
+    const again = hub.watch([names('k')]);
+    await again.ready();
+    again.close();
+    expect(calls).toEqual(['sub k:c', 'unsub k:c', 'sub k:c']);
+    hub.clear();
+  });
+
+  it('a release passes over multi-key sleepers (woken too) until it wakes a single-key one', async () => {
+    const { hub } = hubWithLog();
+    const woken: string[] = [];
+    const multi = hub.watch([names('k'), names('other')]);
+    const single = hub.watch([names('k')]);
+    const sleeping = [multi.next(5_000).then(() => woken.push('multi')), single.next(5_000).then(() => woken.push('single'))];
+    expect(hub.hasSleepers([names('other')])).toBe(false); // only a multi-key waiter sleeps there
+    expect(hub.hasSleepers([names('k')])).toBe(true);
+    hub.announce('k:c', 't');
+    await Promise.all(sleeping);
+    expect(woken).toEqual(['multi', 'single']);
+    multi.close();
+    single.close();
+    hub.clear();
+  });
 });

@@ -9,6 +9,8 @@ export interface ReleaseTransport {
 
 interface Sleeper {
   wake(): void;
+  /** How many channels the sleeper waits on: a multi-key waiter may still be blocked by another key. */
+  readonly span: number;
 }
 
 interface ChannelState {
@@ -53,7 +55,7 @@ export class ReleaseHub {
     if (token !== undefined && token !== '' && token === state.lastToken) return;
     state.lastToken = token;
     state.releases++;
-    state.sleepers.shift()?.wake();
+    this.wakeNext(state);
   }
 
   /**
@@ -73,14 +75,24 @@ export class ReleaseHub {
     this.announce(channel, token);
   }
 
+  /** Whether single-key waiters of this process sleep on one of the keys (multi-key ones may be blocked elsewhere). */
   hasSleepers(keys: readonly LockKeyNames[]): boolean {
-    for (const key of keys) if ((this.channels.get(key.channel)?.sleepers.length ?? 0) > 0) return true;
+    for (const key of keys) {
+      if (this.channels.get(key.channel)?.sleepers.some((sleeper) => sleeper.span === 1)) return true;
+    }
     return false;
   }
 
-  /** @internal A waiter that was woken but gave up hands the wake-up to the next one. */
+  /**
+   * @internal Wakes the longest-waiting sleeper of the channel; a waiter for several keys may still be
+   * blocked by another key, so waking goes on until a single-key waiter (or nobody) is woken: a multi-key
+   * waiter never swallows the wake-up of a waiter that only needs this key.
+   */
   wakeNext(state: ChannelState): void {
-    state.sleepers.shift()?.wake();
+    for (let sleeper = state.sleepers.shift(); sleeper; sleeper = state.sleepers.shift()) {
+      sleeper.wake();
+      if (sleeper.span === 1) return;
+    }
   }
 
   watch(keys: readonly LockKeyNames[]): ReleaseWatch {
@@ -93,6 +105,9 @@ export class ReleaseHub {
     if (!state.subscribed) {
       state.subscribed = this.transport.subscribe(channel).catch((error: unknown) => {
         state.subscribed = undefined;
+        // Part of it may have happened (a Redlock node that did subscribe, a late answer): undo it, or the
+        // channel would stay subscribed with nobody left to unsubscribe it.
+        this.transport.unsubscribe(channel).catch(() => undefined);
         throw error;
       });
     }
@@ -172,6 +187,7 @@ class HubWatch implements ReleaseWatch {
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<void>((resolve, reject) => {
       const sleeper: Sleeper = {
+        span: this.states.length,
         wake: () => {
           this.unusedWake = true;
           finish();
