@@ -163,7 +163,7 @@ export class RedisLockNode {
       // No ready check on the subscriber: ioredis sends INFO for it, which a connection already in subscriber
       // mode (a second SUBSCRIBE queued while connecting) refuses, failing the pending subscriptions.
       const subscriber = (
-        this.isCluster ? this.client.duplicate() : (this.client as Redis).duplicate({ enableReadyCheck: false })
+        this.isCluster ? (this.client as Cluster).duplicate() : (this.client as Redis).duplicate({ enableReadyCheck: false })
       ) as Client;
       subscriber.on('error', (error: Error) => this.logger.warn(`Redis ${this.label} (subscriber): ${error.message}`));
       subscriber.on('message', (channel: string, token: string) => this.messageHandler?.(channel, token));

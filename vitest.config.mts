@@ -1,0 +1,38 @@
+import swc from 'unplugin-swc';
+import { defineConfig } from 'vitest/config';
+import { matrixAliases } from './test/matrix/matrix-aliases.mjs';
+
+/**
+ * Vitest, not Jest: NestJS 12 is ESM-only, and Jest on Node 20 cannot load ESM from CommonJS test code
+ * (`require(esm)` is Node's, not Jest's module system). SWC compiles the TypeScript with legacy decorators
+ * and their design-type metadata, which Nest's dependency injection reads (esbuild, Vite's default, emits
+ * no metadata).
+ *
+ * LOCK_MATRIX=nest10 | nest11 runs the same suites against an older NestJS and ioredis 5, installed
+ * under test/matrix/<name>/ (see test/matrix/README.md).
+ */
+export default defineConfig({
+  plugins: [
+    swc.vite({
+      module: { type: 'es6' },
+      jsc: {
+        target: 'es2022',
+        parser: { syntax: 'typescript', decorators: true },
+        transform: { legacyDecorator: true, decoratorMetadata: true, useDefineForClassFields: false },
+        keepClassNames: true,
+      },
+    }),
+  ],
+  resolve: { alias: matrixAliases(process.env.LOCK_MATRIX) },
+  test: {
+    globals: true,
+    include: ['lib/**/*.spec.ts', 'test/**/*.spec.ts', 'test/**/*.e2e-spec.ts'],
+    exclude: ['**/node_modules/**', 'dist/**', 'test/bench/**', 'test/matrix/**'],
+    // The suites start real redis-server processes on free ports and time real leases: one file at a time
+    // keeps a shared 2-core machine from stretching the timings they check.
+    fileParallelism: false,
+    pool: 'forks',
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+  },
+});
