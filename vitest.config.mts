@@ -1,28 +1,21 @@
-import swc from 'unplugin-swc';
 import { defineConfig } from 'vitest/config';
 import { matrixAliases } from './test/matrix/matrix-aliases.mjs';
+import { typescriptTransform } from './test/support/typescript-transform.mjs';
 
 /**
  * Vitest, not Jest: NestJS 12 is ESM-only, and Jest on Node 20 cannot load ESM from CommonJS test code
- * (`require(esm)` is Node's, not Jest's module system). SWC compiles the TypeScript with legacy decorators
- * and their design-type metadata, which Nest's dependency injection reads (esbuild, Vite's default, emits
- * no metadata).
+ * (`require(esm)` is Node's, not Jest's module system). TypeScript itself compiles the sources, with
+ * legacy decorators and the design-type metadata Nest's dependency injection reads (see
+ * test/support/typescript-transform.mjs).
  *
  * LOCK_MATRIX=nest10 | nest11 runs the same suites against an older NestJS and ioredis 5, installed
  * under test/matrix/<name>/ (see test/matrix/README.md).
  */
 export default defineConfig({
-  plugins: [
-    swc.vite({
-      module: { type: 'es6' },
-      jsc: {
-        target: 'es2022',
-        parser: { syntax: 'typescript', decorators: true },
-        transform: { legacyDecorator: true, decoratorMetadata: true, useDefineForClassFields: false },
-        keepClassNames: true,
-      },
-    }),
-  ],
+  plugins: [typescriptTransform('tsconfig.json')],
+  // TypeScript compiles the .ts files (typescriptTransform); esbuild must not transform them again.
+  oxc: false,
+  esbuild: false,
   resolve: { alias: matrixAliases(process.env.LOCK_MATRIX) },
   test: {
     globals: true,

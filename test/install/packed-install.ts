@@ -146,6 +146,9 @@ async function twoConcurrentCalls(dir: string, redis: RedisProcess): Promise<num
 }
 
 async function main(): Promise<void> {
+  // The test servers' processes are unref'd (they must never keep a test runner alive): this keeps the
+  // script alive until it is done.
+  const keepAlive = setInterval(() => undefined, 60_000);
   const work = mkdtempSync(path.join(os.tmpdir(), 'nest-lock-install-'));
   const redis = await startRedis();
   let failed = false;
@@ -169,6 +172,7 @@ async function main(): Promise<void> {
   } finally {
     await redis.stop();
     rmSync(work, { recursive: true, force: true });
+    clearInterval(keepAlive);
   }
   const passed = failed ? 'some' : 'all';
   console.log(`packed install: ${passed} scenarios passed`);
