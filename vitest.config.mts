@@ -9,7 +9,7 @@ import { typescriptTransform } from './test/support/typescript-transform.mjs';
  * test/support/typescript-transform.mjs).
  *
  * LOCK_MATRIX=nest10 | nest11 runs the same suites against an older NestJS and ioredis 5, installed
- * under test/matrix/<name>/ (see test/matrix/README.md).
+ * under test/matrix/<entry>/ (see test/matrix/README.md).
  */
 export default defineConfig({
   plugins: [typescriptTransform('tsconfig.json')],
