@@ -16,6 +16,7 @@ import { LockMetadataAccessor } from './lock-metadata.accessor';
 import type { ResolvedLockOptions } from './lock-options.interface';
 import { resolveCallSettings } from './lock-options.resolver';
 import { LockService } from './lock.service';
+import { RetryAfterEstimator } from './retry-after.estimator';
 
 /**
  * Finds every @Locked method of the application at startup, checks it, and binds the provider instances
@@ -42,6 +43,7 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
     private readonly metadataAccessor: LockMetadataAccessor,
     private readonly lockService: LockService,
     @Inject(LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
+    private readonly estimator: RetryAfterEstimator,
   ) {
     registerBootstrappingBinder(this);
   }
@@ -65,23 +67,29 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
     }
   }
 
-  /** Runs one call of a @Locked provider method: locked until the returned promise settles. */
+  /**
+   * Runs one call of a @Locked provider method: locked until the returned promise settles. Its hold is
+   * timed for the Retry-After estimate, and a busy lock is reported with that estimate and the call's wait.
+   */
   private async runLocked(metadata: LockedMetadata, args: readonly unknown[], invoke: () => unknown): Promise<unknown> {
     const keys = metadata.key.build({ args });
-    let started = false;
+    let holdEnded: (() => void) | undefined;
     try {
       return await this.lockService.withLock(
         keys,
-        () => {
-          started = true;
+        (lock) => {
+          holdEnded = this.estimator.holdStarted(lock.keys, metadata);
           return invoke();
         },
         metadata.acquireOptions,
       );
     } catch (error) {
-      // Only a busy lock is skipped: the same error thrown by the method itself passes through.
-      if (!started && metadata.onBusy === 'skip' && error instanceof LockNotAcquiredError) return undefined;
-      throw error;
+      // Only a busy lock is skipped or re-described: the same error thrown by the method itself passes through.
+      if (holdEnded || !(error instanceof LockNotAcquiredError)) throw error;
+      if (metadata.onBusy === 'skip') return undefined;
+      throw this.estimator.busyError(error, { site: metadata, wait: metadata.acquireOptions.wait ?? this.options.wait });
+    } finally {
+      holdEnded?.();
     }
   }
 

@@ -1,23 +1,34 @@
-import { Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import { Injectable, Logger, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { Observable, catchError, throwError, type Subscription } from 'rxjs';
 import type { LockedMetadata } from './decorators/locked-metadata';
 import { LockNotAcquiredError } from './errors';
-import { toHttpError } from './lock-http-errors';
+import { LOCK_OPTIONS } from './lock.constants';
 import type { Lock, LockKeySource } from './lock.interface';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
+import type { ResolvedLockOptions } from './lock-options.interface';
 import { LockService } from './lock.service';
+import { logLockError, toTransportError } from './lock-transport-errors';
+import { RetryAfterEstimator } from './retry-after.estimator';
+
+interface Dependencies {
+  readonly lockService: LockService;
+  readonly metadataAccessor: LockMetadataAccessor;
+  readonly estimator: RetryAfterEstimator;
+  readonly options: ResolvedLockOptions;
+}
 
 /**
  * Locks a route handler marked with @Locked (HTTP, RPC, WebSocket or GraphQL) for as long as its result
  * is pending: the lock is taken before the handler runs, the handler runs with it as
  * LockService.current(), and it is released when the result completes or errors, or when the subscriber
- * goes away (an SSE client that disconnects). The handler's own values and errors pass through; on HTTP
- * routes the lock errors become HTTP statuses (see lock-http-errors.ts).
+ * goes away (an SSE client that disconnects). The handler's own values and errors pass through, except
+ * the lock errors, which reach the client in its transport's shape (see lock-transport-errors.ts).
  */
 @Injectable()
 export class LockInterceptor implements NestInterceptor {
-  private resolved: { lockService: LockService; metadataAccessor: LockMetadataAccessor } | undefined;
+  private readonly logger = new Logger(LockInterceptor.name);
+  private resolved: Dependencies | undefined;
 
   /**
    * Nest instantiates an interceptor named by @UseInterceptors in the module of each class that uses it,
@@ -30,24 +41,24 @@ export class LockInterceptor implements NestInterceptor {
     return this.dependencies().lockService;
   }
 
-  private get metadataAccessor(): LockMetadataAccessor {
-    return this.dependencies().metadataAccessor;
-  }
-
-  private dependencies(): { lockService: LockService; metadataAccessor: LockMetadataAccessor } {
+  private dependencies(): Dependencies {
     this.resolved ??= {
       lockService: this.moduleRef.get(LockService, { strict: false }),
       metadataAccessor: this.moduleRef.get(LockMetadataAccessor, { strict: false }),
+      estimator: this.moduleRef.get(RetryAfterEstimator, { strict: false }),
+      options: this.moduleRef.get<string, ResolvedLockOptions>(LOCK_OPTIONS, { strict: false }),
     };
     return this.resolved;
   }
 
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    const metadata = this.metadataAccessor.getLockedMetadata(context.getHandler());
+    const metadata = this.dependencies().metadataAccessor.getLockedMetadata(context.getHandler());
     if (!metadata) return next.handle();
-    const atHttpEdge = context.getType() === 'http';
     return this.lockedCall(metadata, context, next).pipe(
-      catchError((error: unknown) => throwError(() => (atHttpEdge ? toHttpError(error, context) : error))),
+      catchError((error: unknown) => {
+        logLockError(this.logger, error);
+        return throwError(() => toTransportError(error, context));
+      }),
     );
   }
 
@@ -72,11 +83,14 @@ export class LockInterceptor implements NestInterceptor {
             void this.lockService.releaseQuietly(lock);
             return;
           }
+          const holdEnded = this.dependencies().estimator.holdStarted(lock.keys, metadata);
+          const release = () => {
+            holdEnded();
+            return this.lockService.releaseQuietly(lock);
+          };
           // Called and subscribed inside the lock's async context, so the handler, all it awaits, and the
           // callbacks of an Observable it returns (timers included) see `lock` as LockService.current().
-          inner = this.lockService.runWithLock(lock, () =>
-            holdUntilSettled(next.handle(), () => this.lockService.releaseQuietly(lock)).subscribe(subscriber),
-          );
+          inner = this.lockService.runWithLock(lock, () => holdUntilSettled(next.handle(), release).subscribe(subscriber));
         },
         (error: unknown) => subscriber.error(error),
       );
@@ -95,8 +109,10 @@ export class LockInterceptor implements NestInterceptor {
     try {
       return await this.lockService.acquire(keys, { ...metadata.acquireOptions, signal });
     } catch (error) {
-      if (metadata.onBusy === 'skip' && error instanceof LockNotAcquiredError) return undefined;
-      throw error;
+      if (!(error instanceof LockNotAcquiredError)) throw error;
+      if (metadata.onBusy === 'skip') return undefined;
+      const { estimator, options } = this.dependencies();
+      throw estimator.busyError(error, { site: metadata, wait: metadata.acquireOptions.wait ?? options.wait });
     }
   }
 }

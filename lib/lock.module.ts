@@ -10,10 +10,12 @@ import {
 } from './lock.module-definition';
 import type { LockModuleOptions } from './lock-options.interface';
 import { resolveLockOptions } from './lock-options.resolver';
+import { LockErrorFilter } from './lock-error.filter';
 import { LockExplorer } from './lock.explorer';
 import { LockInterceptor } from './lock.interceptor';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
 import { LockService } from './lock.service';
+import { RetryAfterEstimator } from './retry-after.estimator';
 import { createLockStore } from './stores/lock-store.factory';
 
 /**
@@ -34,8 +36,11 @@ import { createLockStore } from './stores/lock-store.factory';
     LockMetadataAccessor,
     LockInterceptor,
     LockExplorer,
+    RetryAfterEstimator,
+    // Provided for the application to register (APP_FILTER, useGlobalFilters): never applied by the module itself.
+    LockErrorFilter,
   ],
-  exports: [LockService, LockMetadataAccessor, LockInterceptor, LOCK_OPTIONS],
+  exports: [LockService, LockMetadataAccessor, LockInterceptor, LockErrorFilter, LOCK_OPTIONS],
 })
 export class LockModule extends ConfigurableLockModule {
   static forRoot(options: typeof LOCK_MODULE_OPTIONS_TYPE = {}) {

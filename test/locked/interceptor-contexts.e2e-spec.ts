@@ -1,16 +1,18 @@
 import type { CallHandler } from '@nestjs/common';
 import { ExecutionContextHost } from '@nestjs/core/helpers/execution-context-host';
+import { RpcException } from '@nestjs/microservices';
+import { WsException } from '@nestjs/websockets';
 import { firstValueFrom, lastValueFrom, of, defer } from 'rxjs';
-import { InvalidLockKeyError, LockNotAcquiredError, LockService } from '../../lib';
+import { InvalidLockKeyError, LockService } from '../../lib';
 import { Locked } from '../../lib/decorators';
 import { LockInterceptor } from '../../lib/lock.interceptor';
 import { startRedis, type RedisProcess } from '../support/redis-server';
 import { startLockedApp, type LockedApp } from './helpers/locked-app';
 
 /**
- * The interceptor in the non-HTTP transports, driven through Nest's own ExecutionContextHost (the RPC,
- * WebSocket and GraphQL packages are not installed): keys come from the payload, and the lock errors are
- * thrown as they are, not as HTTP exceptions.
+ * The interceptor in the non-HTTP transports, driven through Nest's own ExecutionContextHost: keys come
+ * from the payload, and the lock errors leave in the transport's own exception class. What a real client
+ * of each transport receives is in transports/*.e2e-spec.ts.
  */
 class Handlers {
   @Locked('rpc-order:{data.orderId}', { wait: 0 })
@@ -55,19 +57,53 @@ describe('LockInterceptor in RPC, WebSocket and GraphQL contexts (real Redis)', 
     expect(await locks.isLocked(key)).toBe(false);
   });
 
-  it('rpc: a busy key is a LockNotAcquiredError as it is (no HTTP exception)', async () => {
+  it('rpc: a busy key is an RpcException (the real class) carrying code, keys and retryAfterMs', async () => {
     const holder = await locks.acquire('rpc-order:busy');
     try {
       const attempt = firstValueFrom(interceptor.intercept(contextOf('rpc', [{ orderId: 'busy' }, {}]), handlerReportingLock));
-      await expect(attempt).rejects.toBeInstanceOf(LockNotAcquiredError);
+      const error: unknown = await attempt.catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(RpcException);
+      expect((error as RpcException).getError()).toEqual({
+        status: 'error',
+        code: 'LOCK_BUSY',
+        message: expect.stringMatching(/^Lock on "rpc-order:busy" not acquired: held by another owner\./),
+        keys: ['rpc-order:busy'],
+        retryAfterMs: expect.any(Number),
+      });
     } finally {
       await holder.release();
     }
   });
 
-  it('ws: a missing payload value is an InvalidLockKeyError as it is, naming the placeholder', async () => {
-    const attempt = firstValueFrom(interceptor.intercept(contextOf('ws', [{}, {}]), handlerReportingLock));
+  it('ws: a missing payload value is a WsException naming the placeholder, and the acknowledgement is answered', async () => {
+    const acknowledged: unknown[] = [];
+    const args = [{}, {}, (response: unknown) => acknowledged.push(response), 'pay'];
+    const error: unknown = await firstValueFrom(interceptor.intercept(contextOf('ws', args), handlerReportingLock)).catch(
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(WsException);
+    const body = { status: 'error', code: 'LOCK_INVALID_KEY', message: expect.stringContaining('{data.orderId}') };
+    expect((error as WsException).getError()).toEqual(body);
+    expect(acknowledged).toEqual([body]);
+  });
+
+  it('graphql: a busy key is an error whose extensions carry code, keys and retryAfterMs', async () => {
+    const holder = await locks.acquire('rpc-order:gbusy');
+    try {
+      const args = [{}, { orderId: 'gbusy' }, { req: { headers: {} } }, {}];
+      const error = (await firstValueFrom(interceptor.intercept(contextOf('graphql', args), handlerReportingLock)).catch(
+        (caught: unknown) => caught,
+      )) as { message: string; extensions: unknown };
+      expect(error.message).toMatch(/^Lock on "rpc-order:gbusy" not acquired/);
+      expect(error.extensions).toEqual({ code: 'LOCK_BUSY', keys: ['rpc-order:gbusy'], retryAfterMs: expect.any(Number) });
+    } finally {
+      await holder.release();
+    }
+  });
+
+  it('another context type (a custom transport): the lock error as it is', async () => {
+    // Such a context has no `data` for the template: an InvalidLockKeyError, left unmapped.
+    const attempt = firstValueFrom(interceptor.intercept(contextOf('kafka-like', [{ orderId: 'custom' }]), handlerReportingLock));
     await expect(attempt).rejects.toBeInstanceOf(InvalidLockKeyError);
-    await expect(attempt).rejects.toThrow(/\{data\.orderId\}/);
   });
 });
