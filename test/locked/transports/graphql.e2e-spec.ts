@@ -1,4 +1,4 @@
-import type { ApolloDriverConfig } from '@nestjs/apollo';
+import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import { Injectable } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { Args, GraphQLModule, Mutation, Query, Resolver } from '@nestjs/graphql';
@@ -6,7 +6,6 @@ import request from 'supertest';
 import { LockErrorFilter } from '../../../lib';
 import { Locked } from '../../../lib/decorators';
 import { startRedis, type RedisProcess } from '../../support/redis-server';
-import { ApolloExpressDriver } from '../helpers/apollo-express.driver';
 import { Gates } from '../helpers/gates';
 import { RecordingLogger, startHttpApp, type HttpTransportApp } from '../helpers/transport-apps';
 
@@ -91,7 +90,7 @@ describe('lock errors over GraphQL (Apollo, code-first; real Nest app, real Redi
 
   beforeAll(async () => {
     redis = await startRedis();
-    const graphql = GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloExpressDriver, autoSchemaFile: true });
+    const graphql = GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true });
     http = await startHttpApp(
       'express',
       redis.url,
