@@ -1,0 +1,30 @@
+import type { Logger } from '@nestjs/common';
+import Redis, { type RedisOptions } from 'ioredis';
+import { isIoredisClient, isNodeRedisClient } from './client-shape';
+import { IoredisLockClient, duplicateIoredis } from './ioredis.lock-client';
+import type { LockClient } from './lock-client';
+import { NodeRedisLockClient, duplicateNodeRedis } from './node-redis.lock-client';
+
+/**
+ * The module's lock connection to one deployment (or one Redlock node), always its own:
+ * - from a URL or ioredis options, a new ioredis client;
+ * - from a client the user lends (ioredis, iovalkey, node-redis; client or cluster), a duplicate of it —
+ *   same address, Sentinel, TLS, auth and database — so that the lock engine can coalesce its writes on
+ *   a socket nobody else writes to, and renewals never queue behind the application's slow commands. The
+ *   lent client itself is only ever duplicated: never used for a command, never closed.
+ * The caller closes the returned client (and any duplicate made of it).
+ */
+export function createLockClient(connection: string | RedisOptions | object, label: string, logger: Logger): LockClient {
+  if (isIoredisClient(connection)) return new IoredisLockClient(duplicateIoredis(connection, false), label, logger);
+  if (isNodeRedisClient(connection)) return new NodeRedisLockClient(duplicateNodeRedis(connection), label, logger);
+  return new IoredisLockClient(createIoredis(connection as string | RedisOptions), label, logger);
+}
+
+function createIoredis(connection: string | RedisOptions): Redis {
+  // Writes are coalesced per tick by the adapter (no auto-pipelining); a small retry budget keeps a dead
+  // server from holding a caller far beyond the store's own command timeout. Connected on the first
+  // command, not when the module is built: an application whose bootstrap fails afterwards (a bad @Locked
+  // template, another module's onModuleInit) runs no shutdown hook, and would leave the connection open.
+  const ours: RedisOptions = { maxRetriesPerRequest: 2, lazyConnect: true };
+  return typeof connection === 'string' ? new Redis(connection, ours) : new Redis({ ...ours, ...connection });
+}

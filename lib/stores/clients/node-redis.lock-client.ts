@@ -1,0 +1,197 @@
+import type { Logger } from '@nestjs/common';
+import type { LockClient, RedisArgument, ReplicatedReply } from './lock-client';
+import type { LockScript } from './lock-script';
+import { isClusterClient } from './client-shape';
+import { quitOrDisconnect } from './quit';
+
+type MessageListener = (message: string, channel: string) => void;
+
+/** What both a node-redis client and a cluster (v4 and v5) offer, and the adapter uses. */
+interface NodeRedisCommon {
+  readonly isOpen: boolean;
+  readonly options?: { readonly legacyMode?: boolean };
+  connect(): Promise<unknown>;
+  duplicate(overrides?: Record<string, unknown>): NodeRedisConnection;
+  subscribe(channel: string, listener: MessageListener): Promise<void>;
+  unsubscribe(channel: string): Promise<void>;
+  on(event: string, listener: (...args: never[]) => void): unknown;
+  /** v5: graceful close; v4 has quit() instead. */
+  close?(): Promise<unknown>;
+  quit?(): Promise<unknown>;
+  /** v5: immediate close; v4 has disconnect() instead. */
+  destroy?(): unknown;
+  disconnect?(): Promise<unknown>;
+}
+
+/** A node-redis client (`createClient`). */
+export interface NodeRedisClient extends NodeRedisCommon {
+  sendCommand(args: string[]): Promise<unknown>;
+}
+
+/** A node-redis cluster (`createCluster`): commands are routed by their first key. */
+export interface NodeRedisCluster extends NodeRedisCommon {
+  readonly masters: unknown;
+  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+}
+
+export type NodeRedisConnection = NodeRedisClient | NodeRedisCluster;
+
+/** A node-redis cluster has a node list and routes commands itself; a client has neither. */
+function isNodeRedisCluster(connection: NodeRedisConnection): connection is NodeRedisCluster {
+  return isClusterClient(connection);
+}
+
+/**
+ * The node-redis adapter (the `redis` package, v4 and v5; clients and clusters). Scripts run the way
+ * node-redis runs its own defined scripts: EVALSHA, then EVAL on NOSCRIPT. A script cannot be added to a
+ * client after it was created, and raw commands keep the adapter free of each version's typed command API.
+ * node-redis already writes the commands of one tick together (it flushes its queue once per tick), so
+ * nothing is corked here.
+ *
+ * The connection is the adapter's own, connected on first use: node-redis queues commands sent while it
+ * connects (a client does; a cluster must first learn its slots, so its commands wait for that).
+ */
+export class NodeRedisLockClient implements LockClient {
+  readonly family = 'node-redis';
+  readonly isCluster: boolean;
+  private connecting: Promise<void> | undefined;
+  private messageHandler: ((channel: string, message: string) => void) | undefined;
+  private readonly listener: MessageListener = (message, channel) => this.messageHandler?.(channel, message);
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    private readonly connection: NodeRedisConnection,
+    private readonly label: string,
+    private readonly logger: Logger,
+  ) {
+    this.isCluster = isNodeRedisCluster(connection);
+    // An 'error' event without a listener would be thrown; callers learn of failures from their commands.
+    connection.on('error', (error: Error) => logger.warn(`Redis ${label}: ${error.message}`));
+  }
+
+  async runScript(script: LockScript, keys: readonly string[], args: readonly RedisArgument[]): Promise<unknown> {
+    try {
+      return await this.send(keys[0], scriptCommand('EVALSHA', script.sha, keys, args));
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      return this.send(keys[0], scriptCommand('EVAL', script.lua, keys, args));
+    }
+  }
+
+  async runScriptAndWait(
+    script: LockScript,
+    keys: readonly string[],
+    args: readonly RedisArgument[],
+    replicas: number,
+    timeoutMs: number,
+  ): Promise<ReplicatedReply> {
+    // Sent in the same tick, so node-redis writes them together; on a Cluster WAIT goes to the node of
+    // keys[0], i.e. the master that ran the script.
+    const wait = ['WAIT', String(replicas), String(timeoutMs)];
+    let [scriptResult, waitResult] = await Promise.allSettled([
+      this.send(keys[0], scriptCommand('EVALSHA', script.sha, keys, args)),
+      this.send(keys[0], wait),
+    ]);
+    if (scriptResult.status === 'rejected' && isNoScript(scriptResult.reason)) {
+      // The WAIT above ran before the script did: send both again.
+      [scriptResult, waitResult] = await Promise.allSettled([
+        this.send(keys[0], scriptCommand('EVAL', script.lua, keys, args)),
+        this.send(keys[0], wait),
+      ]);
+    }
+    if (scriptResult.status === 'rejected') throw scriptResult.reason;
+    if (waitResult.status === 'rejected') throw waitResult.reason;
+    return { reply: scriptResult.value, acks: Number(waitResult.value) };
+  }
+
+  async exists(key: string): Promise<number> {
+    return Number(await this.send(key, ['EXISTS', key]));
+  }
+
+  async ping(): Promise<void> {
+    await this.send(undefined, ['PING']);
+  }
+
+  onMessage(handler: (channel: string, message: string) => void): void {
+    this.messageHandler = handler;
+  }
+
+  async subscribe(channel: string): Promise<void> {
+    await this.open();
+    await this.connection.subscribe(channel, this.listener);
+  }
+
+  async unsubscribe(channel: string): Promise<void> {
+    if (!this.connection.isOpen) return;
+    await this.connection.unsubscribe(channel);
+  }
+
+  duplicate(options: { readonly subscriber?: boolean } = {}): NodeRedisLockClient {
+    const label = options.subscriber ? `${this.label} (subscriber)` : this.label;
+    return new NodeRedisLockClient(duplicateNodeRedis(this.connection), label, this.logger);
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
+    const connection = this.connection;
+    if (!connection.isOpen) return;
+    const drop = (): unknown => (connection.destroy ? connection.destroy() : connection.disconnect?.());
+    // Still connecting (or reconnecting): a QUIT would wait in the queue for a server that may never answer.
+    if ((connection as { isReady?: boolean }).isReady === false) {
+      await quitOrDisconnect(async () => drop(), () => undefined);
+      return;
+    }
+    await quitOrDisconnect(
+      () => (connection.close ? connection.close() : (connection.quit as () => Promise<unknown>).call(connection)),
+      drop,
+    );
+  }
+
+  private send(firstKey: string | undefined, args: string[]): Promise<unknown> {
+    if (this.isCluster) return this.sendToCluster(firstKey, args);
+    // A client queues commands sent while it connects: no need to wait for the connection here.
+    if (!this.connecting) void this.open();
+    return (this.connection as NodeRedisClient).sendCommand(args);
+  }
+
+  private async sendToCluster(firstKey: string | undefined, args: string[]): Promise<unknown> {
+    await this.open();
+    // Not read-only: an EXISTS answered by a replica could miss a lease just granted on the master.
+    return (this.connection as NodeRedisCluster).sendCommand(firstKey, false, args);
+  }
+
+  /** Connects on first use; the promise settles once connected (or the first attempt failed). */
+  private open(): Promise<void> {
+    this.connecting ??= this.connection.connect().then(
+      () => undefined,
+      (error: unknown) => {
+        // Let the next command try again (commands sent meanwhile fail or time out on their own).
+        this.connecting = undefined;
+        this.logger.warn(`Redis ${this.label}: cannot connect (${error instanceof Error ? error.message : String(error)})`);
+      },
+    );
+    return this.connecting;
+  }
+}
+
+/**
+ * A new, unconnected node-redis client or cluster with `connection`'s options (URL, socket and TLS, auth,
+ * database, RESP version, reconnect strategy). A v4 client in legacy mode is duplicated in promise mode:
+ * the adapter uses the promise API.
+ */
+export function duplicateNodeRedis(connection: NodeRedisConnection): NodeRedisConnection {
+  return connection.options?.legacyMode ? connection.duplicate({ legacyMode: false }) : connection.duplicate();
+}
+
+function scriptCommand(command: 'EVALSHA' | 'EVAL', script: string, keys: readonly string[], args: readonly RedisArgument[]): string[] {
+  // node-redis accepts only strings (and buffers) as arguments.
+  return [command, script, String(keys.length), ...keys, ...args.map(String)];
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
