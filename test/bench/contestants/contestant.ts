@@ -13,6 +13,11 @@ export type ContestantRole = 'library' | 'peer' | 'baseline';
 export interface Contestant {
   /** Acquires `key`, waiting while it is busy if `waits` (else failing), with a 10 s lease. */
   lock(key: string): Promise<HeldLock>;
+  /**
+   * Acquires one of `limit` slots of `key` (a counting semaphore), waiting while all are taken, with a
+   * 10 s lease. Absent when the contestant has none: `semaphoreUnsupported` of its entry says why.
+   */
+  semaphore?(key: string, limit: number): Promise<HeldLock>;
   /** Closes every connection the contestant opened. */
   close(): Promise<void>;
 }
@@ -26,6 +31,11 @@ export interface ContestantEntry {
   readonly role: ContestantRole;
   /** False for the raw baseline: it has no way to wait, so it sits out the contended workloads. */
   readonly waits: boolean;
+  /**
+   * Why the semaphore workload skips this contestant ("not yet supported", "no semaphore"); undefined when
+   * its contestants implement `semaphore`. Printed and reported as is, never replaced by a figure.
+   */
+  readonly semaphoreUnsupported?: string;
   create(urls: readonly string[]): Promise<Contestant>;
 }
 

@@ -43,5 +43,6 @@ export const rawEntry: ContestantEntry = {
   label: 'raw ioredis (floor)',
   role: 'baseline',
   waits: false,
+  semaphoreUnsupported: 'cannot wait (a floor, not a lock library)',
   create: createRawContestant,
 };

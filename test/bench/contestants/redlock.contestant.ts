@@ -26,5 +26,6 @@ export const redlockEntry: ContestantEntry = {
   label: `redlock ${packageVersion('redlock')}`,
   role: 'peer',
   waits: true,
+  semaphoreUnsupported: 'has no semaphore (mutex only)',
   create: createRedlockContestant,
 };
