@@ -1,13 +1,15 @@
 /**
- * `npm run bench`: this library against redlock, redis-semaphore and a raw ioredis floor on the workloads
- * of issue 6, on redis-server processes of its own. Writes bench-results/RESULTS.md, throughput.svg and
- * results.json, and prints the report. Options: see bench-options.ts (`npm run bench -- --quick`).
+ * `npm run bench`: this library (over a module-owned and over a borrowed client) against redlock,
+ * redis-semaphore and a raw ioredis floor on the workloads of issues 6 and 12, on redis-server processes of
+ * its own. Writes bench-results/RESULTS.md, throughput.svg and results.json, and prints the report.
+ * Options: see bench-options.ts (`npm run bench -- --quick`).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseBenchOptions, SLICES_PER_ROUND, type BenchOptions } from './bench-options';
+import { parseBenchOptions, type BenchOptions } from './bench-options';
 import { startBenchServers, type BenchServers } from './bench-servers';
 import {
+  libraryBorrowedEntry,
   libraryEntry,
   rawEntry,
   redisSemaphoreEntry,
@@ -17,18 +19,20 @@ import {
   type Topology,
 } from './contestants';
 import { describeMachine } from './machine';
+import { rotated } from './measure/rotated';
+import { measureSliced } from './measure/sliced-measurement';
+import { measureTurns } from './measure/turns-measurement';
+import { installClientCommandCounter } from './metering/client-command-counter';
+import { runScriptCensus, type ScriptCensus } from './metering/script-census';
 import { markdownReport } from './report/markdown-report';
 import type { BenchResults, Cell, Metrics } from './report/results';
 import { evaluateTargets } from './report/targets';
 import { throughputChart } from './report/throughput-chart';
-import { runContended } from './workloads/contended.workload';
 import { runMemory } from './workloads/memory.workload';
 import { runParallel } from './workloads/parallel.workload';
-import { runSerial } from './workloads/serial.workload';
 import { WORKLOADS, type WorkloadSpec } from './workloads/workload-specs';
-import { Samples } from './stats';
 
-const ENTRIES: readonly ContestantEntry[] = [libraryEntry, redlockEntry, redisSemaphoreEntry, rawEntry];
+const ENTRIES: readonly ContestantEntry[] = [libraryEntry, libraryBorrowedEntry, redlockEntry, redisSemaphoreEntry, rawEntry];
 const REPO_ROOT = path.join(__dirname, '..', '..');
 /** Concurrency of the memory workload, as in parallel64. */
 const MEMORY_CONCURRENCY = 64;
@@ -38,6 +42,10 @@ type Lineup = Map<string, Contestant | Error>;
 
 function log(message: string): void {
   process.stderr.write(`${message}\n`);
+}
+
+function firstLine(error: Error): string {
+  return error.message.split('\n')[0];
 }
 
 async function createLineup(entries: readonly ContestantEntry[], urls: readonly string[]): Promise<Lineup> {
@@ -62,74 +70,23 @@ async function closeLineups(lineups: Iterable<Lineup>): Promise<void> {
   await Promise.allSettled(closing);
 }
 
-/** One contended measurement, as flat metrics (the command mix as `mix.<command>`). */
-async function measureContended(workload: WorkloadSpec, contestant: Contestant, servers: BenchServers, key: string, durationMs: number): Promise<Metrics> {
-  const { clientCommandMix, allCommandMix, ...figures } = await runContended(contestant, servers.single.url, key, workload.callers, workload.holdMs, durationMs);
-  const metrics: Metrics = { ...figures };
-  for (const [name, perAcquisition] of Object.entries(clientCommandMix)) metrics[`mix.${name}`] = perAcquisition;
-  for (const [name, perAcquisition] of Object.entries(allCommandMix)) metrics[`all.${name}`] = perAcquisition;
-  return metrics;
-}
-
-/** What one contestant did over the slices of a round. */
-interface SliceTotals {
-  cycles: number;
-  elapsedMs: number;
-  readonly latencies: Samples;
+/** The lineup's working contestants, with their entries. */
+function working(lineup: Lineup): [ContestantEntry, Contestant][] {
+  return ENTRIES.flatMap((entry) => {
+    const contestant = lineup.get(entry.id);
+    return contestant === undefined || contestant instanceof Error ? [] : [[entry, contestant] as [ContestantEntry, Contestant]];
+  });
 }
 
 /**
- * One round of a serial or parallel workload: SLICES_PER_ROUND short slices per contestant, the contestants taking
- * turns slice by slice, so that a change of the machine's state (other processes, CPU frequency, idle
- * states: serial latency on a small VM swings by 2x) hits every contestant alike.
+ * Why a contestant sits a workload out by design, or undefined when it runs it. Such a cell gets a
+ * `skipped` note and no figure; a line says so once.
  */
-async function measureSliced(
-  workload: WorkloadSpec,
-  entries: readonly ContestantEntry[],
-  lineup: Lineup,
-  round: number,
-  durationMs: number,
-  failed: (entry: ContestantEntry, error: Error) => void,
-): Promise<Map<string, Metrics>> {
-  const totals = new Map<string, SliceTotals>();
-  for (let slice = 0; slice < SLICES_PER_ROUND; slice++) {
-    for (const entry of rotated(entries, round * SLICES_PER_ROUND + slice)) {
-      const contestant = lineup.get(entry.id) as Contestant;
-      let total = totals.get(entry.id);
-      if (!total) totals.set(entry.id, (total = { cycles: 0, elapsedMs: 0, latencies: new Samples() }));
-      if (Number.isNaN(total.cycles)) continue;
-      const key = `bench:r${round}:${workload.id}:${entry.id}`;
-      try {
-        const result =
-          workload.kind === 'serial'
-            ? await runSerial(contestant, key, durationMs / SLICES_PER_ROUND, total.latencies)
-            : await runParallel(contestant, key, workload.callers, durationMs / SLICES_PER_ROUND);
-        total.cycles += result.cycles;
-        total.elapsedMs += result.elapsedMs;
-      } catch (error) {
-        total.cycles = NaN;
-        failed(entry, error as Error);
-      }
-    }
-  }
-  const metrics = new Map<string, Metrics>();
-  for (const [id, total] of totals) {
-    if (Number.isNaN(total.cycles)) continue;
-    const opsPerSec = (total.cycles * 1000) / total.elapsedMs;
-    metrics.set(
-      id,
-      workload.kind === 'serial'
-        ? { opsPerSec, cycles: total.cycles, p50Ms: total.latencies.percentile(0.5), p99Ms: total.latencies.percentile(0.99) }
-        : { opsPerSec, cycles: total.cycles },
-    );
-  }
-  return metrics;
-}
-
-/** Rotates the order each round, so no contestant always runs first (cold) or last (after the others). */
-function rotated<T>(items: readonly T[], by: number): T[] {
-  const shift = by % items.length;
-  return [...items.slice(shift), ...items.slice(0, shift)];
+function sitsOut(workload: WorkloadSpec, entry: ContestantEntry): string | undefined {
+  if (workload.only && !workload.only.includes(entry.id)) return workload.onlyWhy ?? 'not in this workload';
+  if (workload.kind === 'turns' && !entry.waits) return 'cannot wait';
+  if (workload.limit > 1 && entry.semaphoreUnsupported !== undefined) return entry.semaphoreUnsupported;
+  return undefined;
 }
 
 async function runBench(options: BenchOptions, servers: BenchServers, signal: AbortSignal, lineups: Map<Topology, Lineup>): Promise<BenchResults> {
@@ -146,6 +103,7 @@ async function runBench(options: BenchOptions, servers: BenchServers, signal: Ab
     totalSeconds: 0,
   };
   const cells = results.cells as Cell[];
+  installClientCommandCounter();
 
   for (const topology of new Set(workloads.map((workload) => workload.topology))) {
     const urls = topology === 'single' ? [servers.single.url] : servers.five.map((server) => server.url);
@@ -153,44 +111,67 @@ async function runBench(options: BenchOptions, servers: BenchServers, signal: Ab
     const lineup = await createLineup(ENTRIES, urls);
     lineups.set(topology, lineup);
     // Warm-up: JIT, connections, script caches; not measured.
-    for (const [id, contestant] of lineup) {
-      if (!(contestant instanceof Error)) await runParallel(contestant, `bench:warmup:${topology}:${id}`, 64, options.warmUpMs);
-    }
+    for (const [entry, contestant] of working(lineup)) await runParallel(contestant, `bench:warmup:${topology}:${entry.id}`, 64, options.warmUpMs);
   }
 
+  // Which scripts each contestant runs, learnt under MONITOR before anything is measured (see script-census.ts).
+  let census: ScriptCensus = { scripts: new Map(), checks: [] };
+  const single = lineups.get('single');
+  if (single && workloads.some((workload) => workload.kind === 'turns')) {
+    log('Script census (MONITOR, not measured)');
+    census = await runScriptCensus(working(single), servers.single.port, log);
+    results.census = { scripts: [...census.scripts.values()], checks: census.checks };
+  }
+
+  const skipNoted = new Set<string>();
   for (let round = 0; round < options.rounds; round++) {
     for (const workload of workloads) {
       signal.throwIfAborted();
       const lineup = lineups.get(workload.topology) as Lineup;
+      const tag = `[round ${round + 1}/${options.rounds}] ${workload.id.padEnd(20)}`;
       const cellOf = (entry: ContestantEntry): Cell => {
         let cell = cells.find((existing) => existing.workload === workload.id && existing.contestant === entry.id);
         if (!cell) cells.push((cell = { workload: workload.id, contestant: entry.id, rounds: [] }));
         return cell;
       };
       const failed = (entry: ContestantEntry, error: Error): void => {
-        cellOf(entry).error = error.message.split('\n')[0];
-        log(`[round ${round + 1}/${options.rounds}] ${workload.id} ${entry.label} failed: ${error.message.split('\n')[0]}`);
+        cellOf(entry).error = firstLine(error);
+        log(`${tag} ${entry.label} failed: ${firstLine(error)}`);
       };
       const report = (entry: ContestantEntry, metrics: Metrics): void => {
         cellOf(entry).rounds.push(metrics);
         const extra =
-          workload.kind === 'contended'
-            ? `, ${metrics.clientCommandsPerAcquisition.toFixed(2)} client / ${metrics.allCommandsPerAcquisition.toFixed(2)} all cmds per acq.`
+          workload.kind === 'turns'
+            ? `, ${metrics.clientCommandsPerAcquisition.toFixed(2)} client / ${metrics.allCommandsPerAcquisition.toFixed(2)} all cmds, ` +
+              `${metrics.redisCpuUsPerAcquisition.toFixed(1)} µs Redis CPU per acq.` +
+              (entry.role === 'library' ? `, ${metrics.acquireScriptsPerAcquisition.toFixed(2)} acquire scripts per acq.` : '')
             : '';
-        log(`[round ${round + 1}/${options.rounds}] ${workload.id.padEnd(20)} ${entry.label.padEnd(26)} ${metrics.opsPerSec.toFixed(0).padStart(7)} ops/s${extra}`);
+        log(`${tag} ${entry.label.padEnd(34)} ${metrics.opsPerSec.toFixed(0).padStart(7)} ops/s${extra}`);
       };
-      // Contestants that could not be created, or failed in an earlier round, sit out.
       const entries = ENTRIES.filter((entry) => {
-        if (workload.kind === 'contended' && !entry.waits) return false;
+        const why = sitsOut(workload, entry);
+        if (why !== undefined) {
+          // Contestants that merely cannot wait (the floor) are left out silently, as before; a missing
+          // feature is said out loud, once, and recorded.
+          if (workload.kind === 'turns' && !entry.waits) return false;
+          cellOf(entry).skipped = why;
+          if (!skipNoted.has(`${workload.id}:${entry.id}`)) {
+            skipNoted.add(`${workload.id}:${entry.id}`);
+            if (!workload.only) log(`${tag} ${entry.label}: ${why} — skipped, no figure`);
+          }
+          return false;
+        }
+        // Contestants that could not be created, or failed in an earlier round, sit out.
         const contestant = lineup.get(entry.id);
         if (contestant instanceof Error || contestant === undefined) {
-          cellOf(entry).error ??= contestant?.message.split('\n')[0] ?? 'not created';
+          cellOf(entry).error ??= contestant ? firstLine(contestant) : 'not created';
           return false;
         }
         return cellOf(entry).error === undefined;
       });
-      if (workload.kind !== 'contended') {
-        const measured = await measureSliced(workload, entries, lineup, round, options.durationMs, failed);
+      const contestantOf = (entry: ContestantEntry): Contestant => lineup.get(entry.id) as Contestant;
+      if (workload.kind !== 'turns') {
+        const measured = await measureSliced(workload, entries, contestantOf, round, options.durationMs, failed);
         for (const entry of entries) {
           const metrics = measured.get(entry.id);
           if (metrics) report(entry, metrics);
@@ -201,7 +182,7 @@ async function runBench(options: BenchOptions, servers: BenchServers, signal: Ab
         signal.throwIfAborted();
         try {
           const key = `bench:r${round}:${workload.id}:${entry.id}`;
-          report(entry, await measureContended(workload, lineup.get(entry.id) as Contestant, servers, key, options.durationMs));
+          report(entry, await measureTurns(workload, contestantOf(entry), servers.single.port, key, options.durationMs, census));
         } catch (error) {
           failed(entry, error as Error);
         }
@@ -216,7 +197,7 @@ async function runBench(options: BenchOptions, servers: BenchServers, signal: Ab
       results.memory = await runMemory(servers.single.url, options.memoryCycles, MEMORY_CONCURRENCY, signal);
       log(`  heap growth ${results.memory.growthMb.toFixed(2)} MB in ${results.memory.seconds.toFixed(1)} s`);
     } catch (error) {
-      results.memoryError = (error as Error).message.split('\n')[0];
+      results.memoryError = firstLine(error as Error);
       log(`  failed: ${(error as Error).message}`);
     }
   }

@@ -2,21 +2,21 @@
  * Runs one workload against this library alone, on a redis-server of its own, for profiling:
  *
  *   node --cpu-prof --cpu-prof-dir=/tmp/lock-prof -r ts-node/register/transpile-only \
- *     test/bench/profile/profile-workload.ts <serial|parallel64|contended-8x1ms|redlock5-serial|redlock5-parallel64> [seconds]
+ *     test/bench/profile/profile-workload.ts <serial|parallel64|contended-8x1ms|hotkey-8|...|redlock5-parallel64> [seconds] [borrowed]
  *   npx ts-node --transpile-only test/bench/profile/summarize-cpu-profile.ts /tmp/lock-prof/<file>.cpuprofile
  *
  * The servers are started before and stopped after the measured part, so the profile is mostly the workload.
  */
 import { startBenchServers } from '../bench-servers';
-import { libraryEntry, type Contestant } from '../contestants';
-import { runContended } from '../workloads/contended.workload';
+import { libraryBorrowedEntry, libraryEntry, type Contestant } from '../contestants';
+import { runTurns } from '../workloads/turns.workload';
 import { runParallel } from '../workloads/parallel.workload';
 import { runSerial } from '../workloads/serial.workload';
 import { WORKLOADS } from '../workloads/workload-specs';
 import { Samples } from '../stats';
 
 async function main(): Promise<void> {
-  const [id = 'serial', secondsArg = '5'] = process.argv.slice(2);
+  const [id = 'serial', secondsArg = '5', clients = 'owned'] = process.argv.slice(2);
   const workload = WORKLOADS.find((candidate) => candidate.id === id);
   if (!workload) throw new Error(`unknown workload ${id}; one of ${WORKLOADS.map((candidate) => candidate.id).join(', ')}`);
   const durationMs = Number(secondsArg) * 1000;
@@ -24,7 +24,7 @@ async function main(): Promise<void> {
   let contestant: Contestant | undefined;
   try {
     const urls = workload.topology === 'single' ? [servers.single.url] : servers.five.map((server) => server.url);
-    contestant = await libraryEntry.create(urls);
+    contestant = await (clients === 'borrowed' ? libraryBorrowedEntry : libraryEntry).create(urls);
     await runParallel(contestant, 'profile:warmup', 64, 500);
     const key = `profile:${id}`;
     let result: object;
@@ -36,7 +36,10 @@ async function main(): Promise<void> {
       const slice = await runParallel(contestant, key, workload.callers, durationMs);
       result = { opsPerSec: (slice.cycles * 1000) / slice.elapsedMs };
     } else {
-      result = await runContended(contestant, servers.single.url, key, workload.callers, workload.holdMs, durationMs);
+      if (workload.limit > 1) throw new Error(`${id}: this library has no semaphore yet`);
+      const locks = contestant;
+      const turns = await runTurns((name) => locks.lock(name), key, workload.callers, workload.holdMs, workload.limit, durationMs);
+      result = { opsPerSec: (turns.acquisitions * 1000) / turns.elapsedMs, handoverP50Ms: turns.handovers.percentile(0.5), longestWaitMs: turns.longestWaitMs };
     }
     process.stdout.write(`${id}: ${JSON.stringify(result)}\n`);
   } finally {

@@ -1,25 +1,23 @@
 import { SLICES_PER_ROUND } from '../bench-options';
 import { WORKLOADS, type WorkloadSpec } from '../workloads/workload-specs';
-import { bestPeer, figures, findCell, type BenchResults, type Metrics } from './results';
+import { bestPeerBy, figures, findCell, ours, oursVersusBestPeer, type BenchResults, type Metrics } from './results';
 import type { TargetOutcome } from './targets';
 
 /** RESULTS.md: every table of the run, the targets, the machine and the command. */
 export function markdownReport(results: BenchResults, targets: readonly TargetOutcome[]): string {
-  const { options, machine } = results;
-  const ran = WORKLOADS.filter((workload) => options.workloads.includes(workload.id));
+  const ran = WORKLOADS.filter((workload) => results.options.workloads.includes(workload.id));
   const lines: string[] = [
     '# Benchmark results',
     '',
     `Command: \`${results.command}\` — ${results.startedAt}, ${results.totalSeconds.toFixed(0)} s in all.`,
     '',
-    `Machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGb} GB, ${machine.os}; ` +
-      `Node ${machine.node}; redis-server ${machine.redis} on loopback, no persistence, one process per server ` +
-      `(1 for workloads 1–3, 5 for workload 4). Load average at the start: ${machine.loadAverage.toFixed(2)} ` +
-      '(the machine is shared: figures move with what else runs; compare within a run).',
+    machineLine(results),
     '',
-    `Every figure is the median of ${options.rounds} round(s) of ${options.durationMs / 1000} s per measurement. ` +
+    `Every figure is the median of ${results.options.rounds} round(s) of ${results.options.durationMs / 1000} s per measurement. ` +
       `Within a round, the serial and parallel workloads run in ${SLICES_PER_ROUND} slices per contestant, the contestants taking turns ` +
-      'slice by slice; the contended ones run one contestant after another; the order rotates every round. ' +
+      'slice by slice; the workloads on one key (contended, hot key, semaphore) run one contestant after another; the order rotates every round. ' +
+      'This library runs twice: over a client the module makes from a URL (*owned*), and over a plain `new Redis(url)` the user ' +
+      'passes in (*borrowed*); for ours, the worse of the two counts. ' +
       'The raw ioredis baseline (SET NX PX + EVALSHA compare-and-delete) is the two-round-trip floor, not a peer: ' +
       'ratios are to the best *peer*.',
     '',
@@ -29,11 +27,15 @@ export function markdownReport(results: BenchResults, targets: readonly TargetOu
     '',
     ...latencyTable(results, ran),
     '',
-    ...contendedTable(results, ran),
+    ...turnsTables(results, ran),
+    '',
+    ...censusSection(results),
     '',
     ...memorySection(results),
     '',
-    '## Targets',
+    '## Targets (issue 12)',
+    '',
+    'Ratios to the best peer of each workload; for ours, the worse of owned and borrowed counts.',
     '',
     '| target | measured | verdict |',
     '| --- | --- | --- |',
@@ -44,26 +46,42 @@ export function markdownReport(results: BenchResults, targets: readonly TargetOu
   return `${lines.join('\n')}\n`;
 }
 
+/** The machine the run was on, in one line (README quotes it). */
+export function machineLine(results: BenchResults): string {
+  const { machine } = results;
+  return (
+    `Machine: ${machine.cpus} CPUs (${machine.cpuModel}), ${machine.memoryGb} GB, ${machine.os}; ` +
+    `Node ${machine.node}; redis-server ${machine.redis} on loopback, no persistence, one process per server ` +
+    `(1 for workloads 1–3, 5 for workload 4). Load average at the start: ${machine.loadAverage.toFixed(2)} ` +
+    '(the machine is shared: figures move with what else runs; compare within a run).'
+  );
+}
+
 function throughputTable(results: BenchResults, ran: readonly WorkloadSpec[]): string[] {
   const contestants = results.contestants;
+  const mine = ours(results);
   const lines = [
-    `## Throughput (acquire + release per second)`,
+    '## Throughput (acquisitions per second, each released at once or after its critical section)',
     '',
-    `| workload | ${contestants.map((contestant) => contestant.label).join(' | ')} | this ÷ best peer |`,
-    `| --- | ${contestants.map(() => '---:').join(' | ')} | ---: |`,
+    `| workload | ${contestants.map((contestant) => contestant.label).join(' | ')} | ${mine.map((contestant) => `${kind(contestant.id)} ÷ best peer`).join(' | ')} | best peer |`,
+    `| --- | ${contestants.map(() => '---:').join(' | ')} | ${mine.map(() => '---:').join(' | ')} | --- |`,
   ];
   for (const workload of ran) {
     const cells = contestants.map((contestant) => {
       const cell = findCell(results, workload.id, contestant.id);
       if (cell?.error) return `n/a (${shorten(cell.error)})`;
-      if (!cell) return '—';
+      if (cell?.skipped) return workload.only ? '—' : `*${cell.skipped}*`;
       const value = figures(results, workload.id, contestant.id)?.opsPerSec;
       return value === undefined ? '—' : formatCount(value);
     });
-    const library = figures(results, workload.id, 'library')?.opsPerSec;
-    const best = bestPeer(results, workload.id);
-    const ratio = library !== undefined && best ? `**${(library / best.opsPerSec).toFixed(2)}×** (${best.contestant.label})` : '—';
-    lines.push(`| ${workload.title} | ${cells.join(' | ')} | ${ratio} |`);
+    const versus = oursVersusBestPeer(results, workload.id);
+    const ratios = mine.map((contestant) => {
+      const ratio = versus?.each.find((item) => item.contestant.id === contestant.id)?.ratio;
+      if (ratio === undefined) return '—';
+      // The worse of ours is the one that counts: bold.
+      return ratio === versus?.worse && (versus?.each.length ?? 0) > 1 ? `**${ratio.toFixed(2)}×**` : `${ratio.toFixed(2)}×`;
+    });
+    lines.push(`| ${workload.title} | ${cells.join(' | ')} | ${ratios.join(' | ')} | ${versus?.peer.label ?? '—'} |`);
   }
   return lines;
 }
@@ -87,57 +105,93 @@ function latencyTable(results: BenchResults, ran: readonly WorkloadSpec[]): stri
   return lines;
 }
 
-function contendedTable(results: BenchResults, ran: readonly WorkloadSpec[]): string[] {
-  const contended = ran.filter((workload) => workload.kind === 'contended');
-  if (contended.length === 0) return [];
+function turnsTables(results: BenchResults, ran: readonly WorkloadSpec[]): string[] {
+  const turns = ran.filter((workload) => workload.kind === 'turns');
+  if (turns.length === 0) return [];
   const lines = [
-    '## Contended: one key, callers taking turns',
+    '## One key, callers taking turns: what an acquisition costs Redis',
     '',
-    'Handover: from a holder calling release() to the next caller holding the lock. Commands per acquisition: ' +
-      '*client* = what the clients sent, *all* = every command Redis ran, including those inside Lua scripts. ' +
-      '*While waiting*: client commands per waiting caller per second, counted while every other caller waited.',
+    '*Redis CPU*: used_cpu_sys + used_cpu_user of the redis-server (INFO cpu) over the measured window, per acquisition; ' +
+      '*÷ best peer*: that CPU ÷ the lowest of the peers (lower is better). *All cmds*: every command Redis ran (INFO commandstats ' +
+      'deltas, the commands inside Lua scripts included, all commands summed). *Client cmds*: what the clients sent. ' +
+      '*Acquire scripts*: EVALSHA/EVAL calls of scripts that run `SET … NX` (see the script census), ours only. ' +
+      '*Handover*: from a holder calling release() to the next caller holding the lock. *While waiting*: client commands ' +
+      'per waiting caller per second, counted while every other caller waited (20 ms critical sections only).',
     '',
-    '| workload | contestant | ops/s | handover p50 (ms) | handover p99 (ms) | longest wait (ms) | client cmds / acq. | all cmds / acq. | while waiting (cmds/s per waiter) | client commands per acquisition |',
-    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    '| workload | contestant | acq./s | Redis CPU µs / acq. | ÷ best peer | all cmds / acq. | client cmds / acq. | acquire scripts / acq. | handover p50 (ms) | handover p99 (ms) | longest wait (ms) | while waiting (cmds/s per waiter) |',
+    '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
-  const costs: string[] = [];
-  for (const workload of contended) {
+  const mixes: string[] = [];
+  const notes: string[] = [];
+  for (const workload of turns) {
+    const lowestCpu = bestPeerBy(results, workload.id, 'redisCpuUsPerAcquisition', 'lowest');
     for (const contestant of results.contestants) {
       const cell = findCell(results, workload.id, contestant.id);
       if (!cell) continue;
-      if (cell.error) {
-        lines.push(`| ${workload.title} | ${contestant.label} | n/a (${shorten(cell.error)}) | | | | | | | |`);
+      if (cell.error || cell.skipped) {
+        if (cell.skipped && workload.only) continue;
+        lines.push(`| ${workload.title} | ${contestant.label} | ${cell.error ? `n/a (${shorten(cell.error)})` : `*${cell.skipped}*`} | | | | | | | | | |`);
         continue;
       }
-      const m = figures(results, workload.id, contestant.id) as Metrics;
-      costs.push(`| ${workload.title} | ${contestant.label} | ${m.allCommandsPerAcquisition.toFixed(2)} | ${commandMix(m, 'all.')} |`);
-      const waiting = Number.isNaN(m.waitingCommandsPerWaiterSecond) ? '—' : m.waitingCommandsPerWaiterSecond.toFixed(2);
+      const m = figures(results, workload.id, contestant.id);
+      if (!m) continue;
+      const cpuRatio = lowestCpu ? `${(m.redisCpuUsPerAcquisition / lowestCpu.value).toFixed(2)}×` : '—';
+      const acquireScripts = contestant.role === 'library' ? m.acquireScriptsPerAcquisition.toFixed(2) : '—';
       lines.push(
-        `| ${workload.title} | ${contestant.label} | ${formatCount(m.opsPerSec)} | ${m.handoverP50Ms.toFixed(2)} | ` +
-          `${m.handoverP99Ms.toFixed(2)} | ${m.longestWaitMs.toFixed(0)} | ${m.clientCommandsPerAcquisition.toFixed(2)} | ` +
-          `${m.allCommandsPerAcquisition.toFixed(2)} | ${waiting} | ${commandMix(m, 'mix.')} |`,
+        `| ${workload.title} | ${contestant.label} | ${formatCount(m.opsPerSec)} | ${m.redisCpuUsPerAcquisition.toFixed(1)} | ${cpuRatio} | ` +
+          `${m.allCommandsPerAcquisition.toFixed(2)} | ${m.clientCommandsPerAcquisition.toFixed(2)} | ${acquireScripts} | ` +
+          `${fixed(m.handoverP50Ms, 2)} | ${fixed(m.handoverP99Ms, 2)} | ${m.longestWaitMs.toFixed(0)} | ${fixed(m.waitingCommandsPerWaiterSecond, 2)} |`,
       );
+      mixes.push(`| ${workload.title} | ${contestant.label} | ${commandMix(m, 'mix.')} | ${commandMix(m, 'script.')} | ${commandMix(m, 'all.')} |`);
       const overlaps = cell.rounds.reduce((total, round) => total + (round.overlaps ?? 0), 0);
-      if (overlaps > 0) lines.push(`| | ⚠ ${overlaps} grant(s) while the key was held | | | | | | | | |`);
+      if (overlaps > 0) notes.push(`⚠ ${workload.title}, ${contestant.label}: ${overlaps} grant(s) while ${workload.limit} caller(s) already held the key.`);
+      if (m.unclassifiedScriptsPerAcquisition > 0) {
+        notes.push(`⚠ ${workload.title}, ${contestant.label}: ${m.unclassifiedScriptsPerAcquisition.toFixed(2)} calls per acquisition of scripts the census never saw (not counted as acquire scripts).`);
+      }
     }
   }
-  lines.push(
-    '',
-    'What one acquisition costs Redis, by command (INFO commandstats, scripts\' inner commands included):',
-    '',
-    '| workload | contestant | all commands | by command |',
-    '| --- | --- | ---: | --- |',
-    ...costs,
-  );
-  const runs = results.cells.filter((cell) => contended.some((workload) => workload.id === cell.workload)).flatMap((cell) => cell.rounds);
-  const disagreeing = runs.filter((round) => round.countMismatch !== 0).length;
-  lines.push(
-    '',
+  const runs = results.cells.filter((cell) => turns.some((workload) => workload.id === cell.workload)).flatMap((cell) => cell.rounds);
+  const disagreeing = runs.filter((round) => round.clientServerMismatch !== 0).length;
+  notes.push(
     disagreeing === 0
-      ? `MONITOR (client + script lines) and INFO commandstats counted the same commands in all ${runs.length} contended runs.`
-      : `⚠ MONITOR and INFO commandstats disagreed in ${disagreeing} of ${runs.length} contended runs (see countMismatch in results.json).`,
+      ? `In all ${runs.length} runs, the client-side count and INFO commandstats agreed on every command a script cannot run (EVAL/EVALSHA, (UN)SUBSCRIBE, MULTI/EXEC).`
+      : `⚠ In ${disagreeing} of ${runs.length} runs, the client-side count and INFO commandstats disagreed on commands a script cannot run (see clientServerMismatch in results.json).`,
+  );
+  lines.push(
+    '',
+    ...notes,
+    '',
+    'What an acquisition is made of, per acquisition (client-sent commands; script calls by what the script runs inside; every command Redis ran):',
+    '',
+    '| workload | contestant | client commands | scripts called | all commands (commandstats) |',
+    '| --- | --- | --- | --- | --- |',
+    ...mixes,
   );
   return lines;
+}
+
+function censusSection(results: BenchResults): string[] {
+  const census = results.census;
+  if (!census) return [];
+  const labelOf = (id: string): string => results.contestants.find((contestant) => contestant.id === id)?.label ?? id;
+  const disagreeing = census.checks.filter((check) => check.disagreements.length > 0 || check.orphanScriptLines > 0);
+  return [
+    '## Script census',
+    '',
+    'Before the rounds, each contestant ran a little of every workload (100 ms serial, 250 ms hot key at 8 callers, and its ' +
+      'semaphore if it has one) under MONITOR, which shows each command a Lua script runs next to the EVAL/EVALSHA that ran it. ' +
+      'That names every script by what it runs inside Redis; a script that runs `SET … NX` is an acquire script.',
+    '',
+    '| script (SHA1) | runs inside Redis | acquire script | called by |',
+    '| --- | --- | --- | --- |',
+    ...census.scripts.map((script) => `| \`${script.sha.slice(0, 12)}\` | ${script.signature} | ${script.acquires ? 'yes' : 'no'} | ${script.callers.map(labelOf).join('; ')} |`),
+    '',
+    disagreeing.length === 0
+      ? `The client-side command count agreed with MONITOR's client lines, command by command, for all ${census.checks.length} contestants.`
+      : `⚠ The client-side count disagreed with MONITOR for: ${disagreeing
+          .map((check) => `${labelOf(check.contestant)} (${[...check.disagreements, `${check.orphanScriptLines} orphan script lines`].join('; ')})`)
+          .join('; ')}.`,
+  ];
 }
 
 function memorySection(results: BenchResults): string[] {
@@ -146,7 +200,7 @@ function memorySection(results: BenchResults): string[] {
   return [
     '## Memory',
     '',
-    `${memory.cycles.toLocaleString('en-US')} acquire/release cycles of this library on unique keys ` +
+    `${memory.cycles.toLocaleString('en-US')} acquire/release cycles of this library (module-owned client) on unique keys ` +
       `(${memory.concurrency} concurrent callers, ${(memory.cycles / memory.seconds).toFixed(0)}/s), in a child Node with ` +
       '--expose-gc; heap used after full GCs, read after 50,000 warm-up cycles and again at the end. ' +
       'Peers were not run here: this is a leak check of the library (1M cycles of each peer would double the run time).',
@@ -162,22 +216,32 @@ function methodNotes(): string[] {
     '## How it is measured',
     '',
     '- Contestants: this library through `LockService` of a Nest application context, ' +
-      '`LockModule.forRoot({ redis: url, ttl: 10000, wait, autoExtend: true })` (the module owns its client; ' +
-      '`nodes: [5 urls]` for workload 4); redlock `Redlock.acquire([key], 10000)` / `release()` ' +
+      '`LockModule.forRoot({ redis, ttl: 10000, wait, autoExtend: true })`, twice: *owned*, `redis: url` (the module makes and closes ' +
+      'its client; `nodes: [5 urls]` for workload 4), and *borrowed*, `redis: new Redis(url)` (`nodes: [5 clients]`), a plain client ' +
+      'the module uses but never closes; redlock `Redlock.acquire([key], 10000)` / `release()` ' +
       '(retryCount raised to 100000, default retryDelay 200 ms and jitter 100 ms); redis-semaphore `Mutex` / ' +
-      '`RedlockMutex` (lockTimeout 10000, acquireTimeout raised, default 10 ms retry interval); each peer on plain ' +
+      '`RedlockMutex` and `Semaphore` (lockTimeout 10000, acquireTimeout raised, default 10 ms retry interval); each peer on plain ' +
       '`new Redis(url)` clients, as documented.',
     '- Serial: one caller, one key, acquire + release in a loop. Parallel64: 64 callers, each on its own key. ' +
       'Throughput counts every finished cycle until the last caller stops.',
-    '- Contended: all callers on one key; each holds it for the critical section (a timer of 1 or 20 ms), then ' +
-      'releases and asks again at once. The raw baseline cannot wait and sits these out.',
-    '- Commands: `CONFIG RESETSTAT` before each contended run, `INFO commandstats` after it gives *all* commands ' +
-      '(Redis counts the commands a script runs under their own names). A `MONITOR` connection during the run tags ' +
-      'every command with its source, a client address or `lua`: *client* commands are the lines not from `lua`. ' +
-      'The harness\'s own commands (INFO, CONFIG, MONITOR, ECHO marker, connection handshakes) are left out; ' +
-      'MONITOR\'s client + script lines are checked against the commandstats total.',
-    '- While waiting (16 × 20 ms): client commands whose MONITOR timestamp falls between 5 ms after a grant and 1 ms ' +
-      'before that holder\'s release — a span where the 15 other callers are all waiting — per waiter per second.',
+    '- One key, callers taking turns, all in this process: *contended*, each caller holds the key for a timer of 1 or 20 ms, ' +
+      'then releases and asks again at once; *hot key*, nothing held: release is called as soon as acquire resolves, with no await ' +
+      'in between; *semaphore*, 16 callers on 4 slots, 1 ms held (this library has no `limit` yet: it is skipped, not faked). ' +
+      'Callers stop once the duration has passed; those still waiting get their turn first. The raw baseline cannot wait and sits these out.',
+    '- Redis CPU: `INFO cpu` of the redis-server before and after the window, `used_cpu_sys + used_cpu_user` (the whole process) ' +
+      'delta ÷ acquisitions. The window is the workload plus 50 ms for late commands (an UNSUBSCRIBE after the last caller); ' +
+      'no MONITOR runs in it (MONITOR would cost Redis CPU per command).',
+    '- All commands: `INFO commandstats` read in the same INFO as the CPU, before and after; the delta of every command\'s ' +
+      '`calls` summed. Redis counts the commands a script runs under their own names (an EVALSHA that runs SET and INCR counts 3). ' +
+      'The harness\'s own (INFO, CONFIG, MONITOR, ECHO) and connection handshakes (CLIENT, HELLO, SELECT, PING) are left out.',
+    '- Client commands: counted in this process as ioredis writes them to the server\'s socket (every contestant uses the one ioredis ' +
+      'installed), by name and, for EVAL/EVALSHA, by script SHA1. Every run checks the count against commandstats for the commands ' +
+      'a script cannot run; the census checks it against MONITOR for every command.',
+    '- Acquire scripts: client EVAL/EVALSHA calls of the scripts the census classified as acquire scripts (they run `SET … NX`), ' +
+      '÷ acquisitions. Classification by what a script does in Redis, not by its name or source in lib/, so the count stays right ' +
+      'while the engine\'s scripts change.',
+    '- While waiting (16 × 20 ms): client commands sent between 5 ms after a grant and 1 ms before that holder\'s release — a span ' +
+      'where the 15 other callers are all waiting — per waiter per second.',
   ];
 }
 
@@ -187,7 +251,15 @@ function commandMix(metrics: Metrics, prefix: string): string {
     .filter(([name, value]) => name.startsWith(prefix) && value >= 0.005)
     .sort(([, a], [, b]) => b - a)
     .map(([name, value]) => `${name.slice(prefix.length)} ${value.toFixed(2)}`)
-    .join(', ');
+    .join('; ');
+}
+
+function kind(id: string): string {
+  return id === 'library-borrowed' ? 'borrowed' : 'owned';
+}
+
+function fixed(value: number | undefined, digits: number): string {
+  return value === undefined || Number.isNaN(value) ? '—' : value.toFixed(digits);
 }
 
 export function formatCount(value: number): string {

@@ -1,6 +1,7 @@
 import type { BenchOptions } from '../bench-options';
 import type { ContestantRole } from '../contestants';
 import type { Machine } from '../machine';
+import type { CensusCheck, ScriptInfo } from '../metering/script-census';
 import { median } from '../stats';
 import type { MemoryResult } from '../workloads/memory.workload';
 import type { WorkloadId } from '../workloads/workload-specs';
@@ -20,6 +21,8 @@ export interface Cell {
   readonly contestant: string;
   readonly rounds: Metrics[];
   error?: string;
+  /** Why the contestant sat this workload out by design (e.g. "not yet supported"): no figure, not a failure. */
+  skipped?: string;
 }
 
 export interface BenchResults {
@@ -28,6 +31,8 @@ export interface BenchResults {
   readonly machine: Machine;
   readonly contestants: readonly ContestantInfo[];
   readonly cells: readonly Cell[];
+  /** What the script census found: each script's signature, and the check of the client-side counter. */
+  census?: { readonly scripts: readonly ScriptInfo[]; readonly checks: readonly CensusCheck[] };
   memory?: MemoryResult;
   memoryError?: string;
   readonly startedAt: string;
@@ -54,11 +59,49 @@ export function figures(results: BenchResults, workload: WorkloadId, contestant:
 
 /** The peer with the highest median ops/s on a workload (the raw baseline is not a peer). */
 export function bestPeer(results: BenchResults, workload: WorkloadId): { contestant: ContestantInfo; opsPerSec: number } | undefined {
-  let best: { contestant: ContestantInfo; opsPerSec: number } | undefined;
+  const best = bestPeerBy(results, workload, 'opsPerSec', 'highest');
+  return best && { contestant: best.contestant, opsPerSec: best.value };
+}
+
+/** The peer with the best median `metric` on a workload: the highest, or the lowest for a cost. */
+export function bestPeerBy(
+  results: BenchResults,
+  workload: WorkloadId,
+  metric: string,
+  better: 'highest' | 'lowest',
+): { contestant: ContestantInfo; value: number } | undefined {
+  let best: { contestant: ContestantInfo; value: number } | undefined;
   for (const contestant of results.contestants) {
     if (contestant.role !== 'peer') continue;
-    const opsPerSec = figures(results, workload, contestant.id)?.opsPerSec;
-    if (opsPerSec !== undefined && (!best || opsPerSec > best.opsPerSec)) best = { contestant, opsPerSec };
+    const value = figures(results, workload, contestant.id)?.[metric];
+    if (value === undefined || Number.isNaN(value)) continue;
+    if (!best || (better === 'highest' ? value > best.value : value < best.value)) best = { contestant, value };
   }
   return best;
+}
+
+/** Our contestants (role library): the module-owned and the borrowed client. */
+export function ours(results: BenchResults): ContestantInfo[] {
+  return results.contestants.filter((contestant) => contestant.role === 'library');
+}
+
+/**
+ * Ours ÷ the best peer on a workload, per client kind, and the one that counts: the worse of the two (the
+ * lower ratio; for a cost, where lower is better, the higher one). Undefined when no peer or none of ours ran.
+ */
+export function oursVersusBestPeer(
+  results: BenchResults,
+  workload: WorkloadId,
+  metric = 'opsPerSec',
+  better: 'highest' | 'lowest' = 'highest',
+): { readonly peer: ContestantInfo; readonly each: { contestant: ContestantInfo; ratio: number }[]; readonly worse: number } | undefined {
+  const best = bestPeerBy(results, workload, metric, better);
+  if (!best) return undefined;
+  const each = ours(results).flatMap((contestant) => {
+    const value = figures(results, workload, contestant.id)?.[metric];
+    return value === undefined || Number.isNaN(value) ? [] : [{ contestant, ratio: value / best.value }];
+  });
+  if (each.length === 0) return undefined;
+  const ratios = each.map((item) => item.ratio);
+  return { peer: best.contestant, each, worse: better === 'highest' ? Math.min(...ratios) : Math.max(...ratios) };
 }

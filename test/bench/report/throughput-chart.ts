@@ -1,10 +1,11 @@
 import { WORKLOADS } from '../workloads/workload-specs';
-import { figures, type BenchResults } from './results';
+import { figures, findCell, type BenchResults } from './results';
 import { formatCount } from './markdown-report';
 
 /** Bar colours by role and peer: the library stands out, the floor is grey. */
 const COLOURS: Record<string, string> = {
   library: '#e0234e',
+  'library-borrowed': '#f08a9f',
   redlock: '#3b6ea5',
   'redis-semaphore': '#5a9e4b',
   raw: '#9e9e9e',
@@ -13,7 +14,7 @@ const COLOURS: Record<string, string> = {
 const WIDTH = 960;
 const COLUMNS = 2;
 const PANEL_WIDTH = WIDTH / COLUMNS;
-const LABEL_WIDTH = 190;
+const LABEL_WIDTH = 230;
 const VALUE_WIDTH = 70;
 const BAR_HEIGHT = 18;
 const BAR_GAP = 6;
@@ -33,7 +34,7 @@ export function throughputChart(results: BenchResults): string {
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
     `<rect width="100%" height="100%" fill="#ffffff"/>`,
-    `<text x="12" y="24" font-size="15" font-weight="bold">Acquire + release per second (median of ${results.options.rounds}; longer is better)</text>`,
+    `<text x="12" y="24" font-size="15" font-weight="bold">Acquisitions per second (median of ${results.options.rounds}; longer is better)</text>`,
   ];
   workloads.forEach((workload, index) => {
     const x = (index % COLUMNS) * PANEL_WIDTH;
@@ -48,7 +49,9 @@ export function throughputChart(results: BenchResults): string {
       const textY = barY + BAR_HEIGHT / 2 + 4;
       parts.push(`<text x="${x + LABEL_WIDTH}" y="${textY}" text-anchor="end" fill="#333">${escapeXml(contestant.label)}</text>`);
       if (value === undefined) {
-        parts.push(`<text x="${x + LABEL_WIDTH + 8}" y="${textY}" fill="#999">n/a</text>`);
+        // A contestant that sits the workload out by design says why (e.g. "not yet supported").
+        const why = findCell(results, workload.id, contestant.id)?.skipped;
+        parts.push(`<text x="${x + LABEL_WIDTH + 8}" y="${textY}" fill="#999">${escapeXml(why ?? 'n/a')}</text>`);
         return;
       }
       const barWidth = Math.max(1, (value / max) * barSpace);
