@@ -83,6 +83,8 @@ function throughputTable(results: BenchResults, ran: readonly WorkloadSpec[]): s
     });
     lines.push(`| ${workload.title} | ${cells.join(' | ')} | ${ratios.join(' | ')} | ${versus?.peer.label ?? '—'} |`);
   }
+  const limited = ran.filter((workload) => workload.only && workload.onlyWhy);
+  if (limited.length > 0) lines.push('', ...limited.map((workload) => `${workload.title}: ${workload.onlyWhy}.`));
   return lines;
 }
 

@@ -50,7 +50,9 @@ export function throughputChart(results: BenchResults): string {
       parts.push(`<text x="${x + LABEL_WIDTH}" y="${textY}" text-anchor="end" fill="#333">${escapeXml(contestant.label)}</text>`);
       if (value === undefined) {
         // A contestant that sits the workload out by design says why (e.g. "not yet supported").
-        const why = findCell(results, workload.id, contestant.id)?.skipped;
+        // Only the gist ("not yet supported"): the parenthesis would run into the next panel.
+        const skipped = findCell(results, workload.id, contestant.id)?.skipped;
+        const why = workload.only ? (skipped && '—') : skipped?.split(' (')[0];
         parts.push(`<text x="${x + LABEL_WIDTH + 8}" y="${textY}" fill="#999">${escapeXml(why ?? 'n/a')}</text>`);
         return;
       }
