@@ -14,8 +14,13 @@ export interface AcquireOptions {
   wait?: number;
   /** Renew the lease while it is held. */
   autoExtend?: boolean;
-  /** Cap on the total hold time under auto-extension, in ms. */
+  /** Cap on the total hold time under auto-extension, in ms (ShedLock's lockAtMostFor). */
   maxHold?: number;
+  /**
+   * Shortest time the lock stays held after its grant, in ms (ShedLock's lockAtLeastFor): released sooner,
+   * it is not deleted but left to expire at grant + minHold. 0 (the default) deletes at release.
+   */
+  minHold?: number;
   /** A context that already holds the keys gets them again at once. */
   reentrant?: boolean;
   /** Cancels waiting: the call rejects with the signal's reason. */
@@ -43,6 +48,8 @@ export interface LockModuleOptions {
   autoExtend?: boolean;
   /** Cap on the total hold time under auto-extension, in ms. Default: no cap. */
   maxHold?: number;
+  /** Default minHold of every call, in ms (see AcquireOptions.minHold). Default 0. */
+  minHold?: number;
   /** Clock-drift allowance as a fraction of the ttl (drift = ttl * driftFactor + 2 ms). Default 0.01. */
   driftFactor?: number;
   /** Reentrant acquisition inside a context that holds the key. Default true. */
@@ -63,6 +70,7 @@ export interface ResolvedLockOptions {
   readonly wait: number;
   readonly autoExtend: boolean;
   readonly maxHold: number;
+  readonly minHold: number;
   readonly driftFactor: number;
   readonly reentrant: boolean;
   readonly commandTimeout?: number;

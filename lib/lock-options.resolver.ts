@@ -15,6 +15,7 @@ export const LOCK_DEFAULTS = {
   wait: 10_000,
   autoExtend: true,
   maxHold: Infinity,
+  minHold: 0,
   driftFactor: 0.01,
   reentrant: true,
 } as const;
@@ -28,6 +29,7 @@ const KNOWN_OPTIONS: ReadonlySet<string> = new Set<keyof LockModuleOptions>([
   'wait',
   'autoExtend',
   'maxHold',
+  'minHold',
   'driftFactor',
   'reentrant',
   'commandTimeout',
@@ -71,6 +73,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     wait: nonNegative('wait', given.wait ?? LOCK_DEFAULTS.wait),
     autoExtend: flag('autoExtend', given.autoExtend ?? LOCK_DEFAULTS.autoExtend),
     maxHold: positive('maxHold', given.maxHold ?? LOCK_DEFAULTS.maxHold, true),
+    minHold: holdTime('minHold', given.minHold ?? LOCK_DEFAULTS.minHold),
     driftFactor,
     reentrant: flag('reentrant', given.reentrant ?? LOCK_DEFAULTS.reentrant),
     commandTimeout,
@@ -83,6 +86,7 @@ export interface CallSettings {
   readonly wait: number;
   readonly autoExtend: boolean;
   readonly maxHold: number;
+  readonly minHold: number;
   readonly reentrant: boolean;
   readonly signal?: AbortSignal;
 }
@@ -102,6 +106,7 @@ export function resolveCallSettings(module: ResolvedLockOptions, call: AcquireOp
     wait: call.wait === undefined ? module.wait : nonNegative('wait', call.wait),
     autoExtend: call.autoExtend === undefined ? module.autoExtend : flag('autoExtend', call.autoExtend),
     maxHold: call.maxHold === undefined ? module.maxHold : positive('maxHold', call.maxHold, true),
+    minHold: call.minHold === undefined ? module.minHold : holdTime('minHold', call.minHold),
     reentrant: call.reentrant === undefined ? module.reentrant : flag('reentrant', call.reentrant),
     signal,
   };
@@ -117,6 +122,14 @@ function positive(option: string, value: unknown, infinityAllowed: boolean): num
 function nonNegative(option: string, value: unknown): number {
   if (typeof value !== 'number' || !(value >= 0)) {
     throw new LockOptionsError(option, value, 'a number of milliseconds from 0 (one attempt) up to Infinity');
+  }
+  return value;
+}
+
+/** A finite number of ms from 0 (off): a hold-over must end, or the key would stay locked for nobody. */
+function holdTime(option: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new LockOptionsError(option, value, 'a finite number of milliseconds from 0 (off)');
   }
   return value;
 }

@@ -86,7 +86,11 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
     } catch (error) {
       // Only a busy lock is skipped or re-described: the same error thrown by the method itself passes through.
       if (holdEnded || !(error instanceof LockNotAcquiredError)) throw error;
-      if (metadata.onBusy === 'skip') return undefined;
+      if (metadata.onBusy === 'skip') {
+        // One instance per tick runs a scheduled job: the others skipping is normal, hence debug.
+        this.logger.debug(`Skipped a run of a @Locked method: ${error.message}`);
+        return undefined;
+      }
       throw this.estimator.busyError(error, { site: metadata, wait: metadata.acquireOptions.wait ?? this.options.wait });
     } finally {
       holdEnded?.();

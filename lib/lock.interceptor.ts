@@ -110,7 +110,10 @@ export class LockInterceptor implements NestInterceptor {
       return await this.lockService.acquire(keys, { ...metadata.acquireOptions, signal });
     } catch (error) {
       if (!(error instanceof LockNotAcquiredError)) throw error;
-      if (metadata.onBusy === 'skip') return undefined;
+      if (metadata.onBusy === 'skip') {
+        this.logger.debug(`Skipped: ${error.message}`);
+        return undefined;
+      }
       const { estimator, options } = this.dependencies();
       throw estimator.busyError(error, { site: metadata, wait: metadata.acquireOptions.wait ?? options.wait });
     }

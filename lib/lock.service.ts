@@ -165,6 +165,8 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         ttl: settings.ttl,
         autoExtend: settings.autoExtend,
         holdUntil: performance.now() + settings.maxHold,
+        // Counted from when the grant was seen, i.e. after Redis made it: the hold-over never ends early.
+        minHoldUntil: performance.now() + settings.minHold,
       });
       this.held.add(own);
     }

@@ -22,6 +22,8 @@ export interface LeaseTerms {
   readonly autoExtend: boolean;
   /** performance.now() time after which no renewal extends the lease (maxHold). */
   readonly holdUntil: number;
+  /** performance.now() time before which a release leaves the lease in place to expire then (minHold). */
+  readonly minHoldUntil: number;
 }
 
 type LeaseState = 'held' | 'released' | 'lost';
@@ -98,7 +100,9 @@ export class Lease implements ScheduledTask {
     if (this.state === 'released') return false;
     this.stop('released');
     // A lease believed lost may still sit in Redis (its renewal just came too late): delete it anyway.
-    const released = await this.host.store.release(this.terms.names, this.terms.token);
+    // Released before minHold: left in place, still under this token, to expire at grant + minHold.
+    const holdFor = Math.ceil(this.terms.minHoldUntil - performance.now());
+    const released = await this.host.store.release(this.terms.names, this.terms.token, Math.max(0, holdFor));
     return wasHeld && released;
   }
 

@@ -43,8 +43,12 @@ export interface LockStore {
   acquire(request: AcquireRequest): Promise<AcquireOutcome>;
   /** Renews every key if all are still held with `token`: the new validUntil, or null when not held. */
   extend(request: AcquireRequest): Promise<number | null>;
-  /** Compare-and-delete of every key; true when all were still held with `token`. */
-  release(keys: readonly LockKeyNames[], token: string): Promise<boolean>;
+  /**
+   * Compare-and-delete of every key; true when all were still held with `token`. With `holdFor` > 0
+   * (minHold not yet reached) the keys are not deleted but set to expire in `holdFor` ms, still under
+   * `token`; the release is announced all the same, so a waiter re-reads when the key will be free.
+   */
+  release(keys: readonly LockKeyNames[], token: string, holdFor?: number): Promise<boolean>;
   isLocked(key: LockKeyNames): Promise<boolean>;
   /** Starts watching the keys for releases, so that a waiter can sleep instead of polling. */
   watch(keys: readonly LockKeyNames[]): ReleaseWatch;

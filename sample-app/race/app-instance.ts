@@ -11,6 +11,8 @@ export interface AppInstanceOptions {
   readonly port: number;
   readonly redisUrl: string;
   readonly locks: boolean;
+  /** More environment for the instance (e.g. the interest job's schedule). */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /** One line the instance logged, with the time the race saw it. */
@@ -68,6 +70,7 @@ export class AppInstance {
         // total balance must stay exactly what was deposited.
         INTEREST_RATE: '0',
         NO_COLOR: '1',
+        ...options.env,
       },
     });
     const instance = new AppInstance(child, options.port);

@@ -1,6 +1,6 @@
-import Redis from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
+import { monitorCommands } from '../support/monitor-client';
 import type { RedisProcess } from '../support/redis-server';
 import { CommandStats, commandStats, statsDelta } from '../support/redis-stats';
 import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
@@ -17,20 +17,12 @@ const MAX_COMMANDS_PER_ACQUISITION = 4;
  */
 async function monitorClientCommands(server: RedisProcess): Promise<{ counts: CommandStats; stop(): Promise<void> }> {
   const counts: CommandStats = {};
-  // monitor() opens a connection of its own next to the client's: both are closed in stop().
-  const client = new Redis(server.url);
-  const monitor = await client.monitor();
-  monitor.on('monitor', (_time: string, args: string[], source: string) => {
-    if (source === 'lua') return;
-    const command = String(args[0]).toLowerCase();
-    counts[command] = (counts[command] ?? 0) + 1;
+  const monitor = await monitorCommands(server.host, server.port, ({ name, fromScript }) => {
+    if (!fromScript) counts[name] = (counts[name] ?? 0) + 1;
   });
   return {
     counts,
-    stop: async () => {
-      monitor.disconnect();
-      client.disconnect();
-    },
+    stop: async () => monitor.stop(),
   };
 }
 

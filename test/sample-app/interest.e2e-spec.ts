@@ -28,6 +28,19 @@ describe('sample app: the scheduled interest job', () => {
     }
   });
 
+  // First: after a run, job:interest stays held for minHold (next test).
+  it('skips while another instance holds job:interest', async () => {
+    const client = bankClient(apps[1]);
+    const id = accountId('interest-held');
+    await client.deposit(id, 1_000).expect(200);
+    const held = await apps[0].get(LockService).acquire('job:interest');
+    try {
+      await expect(apps[1].get(InterestJob).applyInterest()).resolves.toBeUndefined();
+    } finally {
+      await held.release();
+    }
+    expect(await client.balance(id)).toBe(1_000);
+  });
   it('fired on every instance at once, runs on one: the others skip, and interest is credited once', async () => {
     const client = bankClient(apps[0]);
     const [rich, poor] = [accountId('interest'), accountId('interest')];
@@ -41,18 +54,11 @@ describe('sample app: the scheduled interest job', () => {
     expect(['instance-a', 'instance-b', 'instance-c']).toContain(ran[0]?.instance);
     expect(await client.balance(rich)).toBe(1_100);
     expect(await client.balance(poor)).toBe(22);
+
+    // minHold: a run that finished in milliseconds still keeps the tick's lock, so an instance whose timer
+    // fired late skips instead of crediting the interest a second time.
+    await expect(apps[2].get(InterestJob).applyInterest()).resolves.toBeUndefined();
+    expect(await client.balance(rich)).toBe(1_100);
   });
 
-  it('skips while another instance holds job:interest', async () => {
-    const client = bankClient(apps[1]);
-    const id = accountId('interest-held');
-    await client.deposit(id, 1_000).expect(200);
-    const held = await apps[0].get(LockService).acquire('job:interest');
-    try {
-      await expect(apps[1].get(InterestJob).applyInterest()).resolves.toBeUndefined();
-    } finally {
-      await held.release();
-    }
-    expect(await client.balance(id)).toBe(1_000);
-  });
 });

@@ -49,7 +49,7 @@ export class MemoryLockStore implements LockStore {
     return now + request.ttl;
   }
 
-  async release(keys: readonly LockKeyNames[], token: string): Promise<boolean> {
+  async release(keys: readonly LockKeyNames[], token: string, holdFor = 0): Promise<boolean> {
     const now = performance.now();
     let all = true;
     for (const key of keys) {
@@ -58,7 +58,9 @@ export class MemoryLockStore implements LockStore {
         all = false;
         continue;
       }
-      this.leases.delete(key.lockKey);
+      // minHold not reached: the lease stays, under its token, until grant + minHold.
+      if (holdFor > 0) lease.expiresAt = now + holdFor;
+      else this.leases.delete(key.lockKey);
       this.hub.announce(key.channel, token);
     }
     return all;

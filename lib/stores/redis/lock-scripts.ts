@@ -54,17 +54,25 @@ return 1
 `;
 
 /**
- * KEYS: lock keys. ARGV: token, then one release channel per key.
- * Compare-and-delete of each key still holding the token; each delete is announced on the key's channel
- * (the payload is the token, so a Redlock waiter counts one release once across nodes).
- * Returns how many keys were deleted.
+ * KEYS: lock keys. ARGV: token, hold (ms), then one release channel per key.
+ * Compare-and-delete of each key still holding the token; with hold > 0 (minHold not reached yet) the key
+ * is instead left to expire in `hold` ms, still holding the token (compare-and-pexpire). Either way the
+ * release is announced on the key's channel (the payload is the token, so a Redlock waiter counts one
+ * release once across nodes): a waiter then re-reads the key's remaining time instead of sleeping on the
+ * longer lease it saw before.
+ * Returns how many keys were released.
  */
 export const RELEASE_SCRIPT = `
+local hold = tonumber(ARGV[2])
 local released = 0
 for i = 1, #KEYS do
   if redis.pcall('GET', KEYS[i]) == ARGV[1] then
-    redis.call('DEL', KEYS[i])
-    redis.call('PUBLISH', ARGV[i + 1], ARGV[1])
+    if hold > 0 then
+      redis.call('PEXPIRE', KEYS[i], hold)
+    else
+      redis.call('DEL', KEYS[i])
+    end
+    redis.call('PUBLISH', ARGV[i + 2], ARGV[1])
     released = released + 1
   end
 end

@@ -9,7 +9,7 @@ import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, RAISE_FENCES_SCRIPT, RELEASE_SCRIPT } fr
 interface LockScriptClient {
   nestLockAcquire(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
   nestLockExtend(numKeys: number, ...args: (string | number)[]): Promise<number>;
-  nestLockRelease(numKeys: number, ...args: string[]): Promise<number>;
+  nestLockRelease(numKeys: number, ...args: (string | number)[]): Promise<number>;
   nestLockRaiseFences(numKeys: number, ...args: (string | number)[]): Promise<number | number[]>;
 }
 
@@ -93,10 +93,13 @@ export class RedisLockNode {
     return Number(reply) === 1;
   }
 
-  /** Returns how many of the keys still held `token` and were deleted. */
-  async release(keys: readonly LockKeyNames[], token: string, timeoutMs: number): Promise<number> {
-    const args: string[] = keys.map((key) => key.lockKey);
-    args.push(token);
+  /**
+   * Returns how many of the keys still held `token` and were released: deleted, or with `holdFor` > 0
+   * left to expire in that many ms (minHold).
+   */
+  async release(keys: readonly LockKeyNames[], token: string, timeoutMs: number, holdFor = 0): Promise<number> {
+    const args: (string | number)[] = keys.map((key) => key.lockKey);
+    args.push(token, Math.max(0, Math.ceil(holdFor)));
     for (const key of keys) args.push(key.channel);
     const reply = await withTimeout(this.scripts().nestLockRelease(keys.length, ...args), timeoutMs).catch(
       (error: unknown) => this.rethrow(error, keys),

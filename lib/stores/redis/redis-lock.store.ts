@@ -77,9 +77,9 @@ export class RedisLockStore implements LockStore {
     }
   }
 
-  async release(keys: readonly LockKeyNames[], token: string): Promise<boolean> {
+  async release(keys: readonly LockKeyNames[], token: string, holdFor = 0): Promise<boolean> {
     try {
-      const released = this.node.release(keys, token, this.timeout(undefined));
+      const released = this.node.release(keys, token, this.timeout(undefined), holdFor);
       // The release is now queued on the connection: a local waiter woken here sends its attempt on the
       // same connection right behind it, so Redis runs that attempt just after the delete — a handover in
       // one round trip. The PUBLISH of this release carries the same token, and the hub counts it once.

@@ -139,9 +139,10 @@ export class RedlockLockStore implements LockStore {
     return validUntil > performance.now() ? validUntil : null;
   }
 
-  async release(keys: readonly LockKeyNames[], token: string): Promise<boolean> {
+  async release(keys: readonly LockKeyNames[], token: string, holdFor = 0): Promise<boolean> {
     const timeout = this.timeout(undefined);
-    const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].release(keys, token, timeout));
+    // With holdFor (minHold): every node that granted keeps the lease until grant + minHold.
+    const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].release(keys, token, timeout, holdFor));
     // The deletes are now queued on every node's connection: a local waiter woken here sends its attempt
     // right behind them on the same connections, so each node runs it just after the delete (a handover in
     // one round trip). The nodes' PUBLISH of this release carry the same token, and the hub counts it once.
