@@ -210,7 +210,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         const now = performance.now();
         if (now >= deadline) {
           if (once) return null;
-          throw new LockNotAcquiredError(keys, Math.max(0, outcome.retryAfter), now - startedAt);
+          throw new LockNotAcquiredError(keys, Math.max(0, outcome.retryAfter), now - startedAt, { wait: settings.wait });
         }
         if (!watch) {
           // Subscribe, then try again at once: a release between the attempt and the subscription was not seen.
