@@ -1,0 +1,2 @@
+export * from './lock-health.indicator';
+export type { NodeHealth, StoreHealth } from './store-health';

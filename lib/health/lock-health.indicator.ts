@@ -1,0 +1,48 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { LOCK_STORE } from '../lock.constants';
+import type { NodeHealth, StoreHealthSource } from './store-health';
+
+/** The details of one lock store's health, as Terminus shows them under the check's key. */
+export type LockHealthDetails = {
+  readonly status: 'up' | 'down';
+  /** 'memory', 'redis' or 'redlock'. */
+  readonly store: string;
+  readonly latencyMs?: number;
+  readonly message?: string;
+  /** Redlock: how many nodes must answer. */
+  readonly quorum?: number;
+  /** Redlock: each node's answer. */
+  readonly nodes?: readonly NodeHealth[];
+};
+
+/** Terminus's `HealthIndicatorResult` shape: `{ [key]: { status, ...details } }`. */
+export type LockHealthIndicatorResult<Key extends string = string> = Record<Key, LockHealthDetails>;
+
+/**
+ * A health indicator for `@nestjs/terminus` (11 and 12): up while the lock store answers (Redlock: while a
+ * quorum of nodes answers, with each node's answer), down otherwise.
+ *
+ * It returns Terminus's result shape rather than building it with Terminus's classes, so this library
+ * never loads `@nestjs/terminus` (an optional peer): Terminus 11 and 12 count a returned `status: 'down'`
+ * as down and answer 503. It never throws, so a store that is down is reported, not turned into a 500.
+ *
+ * ```ts
+ * @Get('health') @HealthCheck()
+ * check() { return this.health.check([() => this.locks.isHealthy('locks')]); }
+ * ```
+ */
+@Injectable()
+export class LockHealthIndicator {
+  constructor(@Inject(LOCK_STORE) private readonly store: StoreHealthSource) {}
+
+  async isHealthy<Key extends string = 'lock'>(key: Key = 'lock' as Key): Promise<LockHealthIndicatorResult<Key>> {
+    let details: LockHealthDetails;
+    try {
+      const { up, ...health } = await this.store.health();
+      details = { status: up ? 'up' : 'down', store: this.store.kind, ...health };
+    } catch (error) {
+      details = { status: 'down', store: this.store.kind, message: error instanceof Error ? error.message : String(error) };
+    }
+    return { [key]: details } as LockHealthIndicatorResult<Key>;
+  }
+}

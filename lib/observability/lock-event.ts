@@ -1,0 +1,52 @@
+/** What `LockService.events` reports: one of these per grant, release, loss, and failed acquisition. */
+export type LockEventType = 'acquired' | 'released' | 'busy' | 'lost' | 'unavailable';
+
+interface LockEventOf<Type extends LockEventType> {
+  readonly type: Type;
+  /** The keys concerned, as given (without the prefix). */
+  readonly keys: readonly string[];
+  /** The `instance` option of the service that reports it (`<hostname>:<pid>` by default). */
+  readonly instance: string;
+  /** The call's `label` (a @Locked method's key template by default), when there is one. */
+  readonly label?: string;
+  /** The store kind: 'memory', 'redis' or 'redlock'. */
+  readonly store: string;
+  /** When it happened, in ms since the epoch (Date.now()). */
+  readonly at: number;
+}
+
+/** A grant from the store (a reentrant acquisition, which takes nothing from the store, is not one). */
+export interface LockAcquiredEvent extends LockEventOf<'acquired'> {
+  /** From the call to the grant, in ms (0 wait: one round trip). */
+  readonly waitedMs: number;
+  /** The grant's fencing token per key. */
+  readonly fences: Readonly<Record<string, number>>;
+}
+
+/** A grant released by its holder (minHold hold-overs included: the release is when the holder let go). */
+export interface LockReleasedEvent extends LockEventOf<'released'> {
+  /** From the grant to the release, in ms. */
+  readonly heldMs: number;
+}
+
+/** An acquisition that gave up because the keys stayed busy (`wait` ran out; tryAcquire's null). */
+export interface LockBusyEvent extends LockEventOf<'busy'> {
+  readonly waitedMs: number;
+}
+
+/** A grant known lost before its release: expired, taken, force-released, unreachable, or shut down. */
+export interface LockLostEvent extends LockEventOf<'lost'> {
+  /** From the grant to the moment it was known lost, in ms. */
+  readonly heldMs: number;
+  /** Why, as in the LockLostError the holder's signal aborts with. */
+  readonly reason: string;
+}
+
+/** An acquisition that failed because the store could not be reached (or no Redlock quorum answered). */
+export interface LockUnavailableEvent extends LockEventOf<'unavailable'> {
+  readonly waitedMs: number;
+  /** The LockUnavailableError's message. */
+  readonly reason: string;
+}
+
+export type LockEvent = LockAcquiredEvent | LockReleasedEvent | LockBusyEvent | LockLostEvent | LockUnavailableEvent;
