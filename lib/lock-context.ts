@@ -27,7 +27,9 @@ export class LockContext {
   leaseFor(key: string, owner: object): Lease | undefined {
     for (let frame = this.storage.getStore(); frame; frame = frame.outer) {
       for (const lease of frame.lock.leases) {
-        if (lease.isHeld && lease.owner === owner && lease.keys.includes(key)) return lease;
+        // isHeld last: it declares a lease past its validity lost (its signal aborts), and only this
+        // context's leases of this service for this key are its business.
+        if (lease.owner === owner && lease.keys.includes(key) && lease.isHeld) return lease;
       }
     }
     return undefined;

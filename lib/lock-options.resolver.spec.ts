@@ -62,7 +62,7 @@ describe('resolveCallSettings', () => {
   const module = resolveLockOptions({});
 
   it('lets the call override the module and validates it', () => {
-    expect(resolveCallSettings(module, { ttl: 5, wait: 0 })).toMatchObject({ ttl: 5, wait: 0, reentrant: true });
+    expect(resolveCallSettings(module, { ttl: 50, wait: 0 })).toMatchObject({ ttl: 50, wait: 0, reentrant: true });
     expect(() => resolveCallSettings(module, { ttl: -1 })).toThrow(LockOptionsError);
     expect(() => resolveCallSettings(module, { signal: {} as AbortSignal })).toThrow(LockOptionsError);
   });

@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { LockOptionsError } from './errors';
+import { MIN_TTL_MS } from './lock.constants';
 import type {
   AcquireOptions,
   LockModuleOptions,
@@ -58,7 +59,12 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
   }
   const keyPrefix = given.keyPrefix ?? LOCK_DEFAULTS.keyPrefix;
   if (typeof keyPrefix !== 'string') throw new LockOptionsError('keyPrefix', keyPrefix, 'a string');
-  const ttl = positive('ttl', given.ttl ?? LOCK_DEFAULTS.ttl, false);
+  const tagStart = keyPrefix.indexOf('{');
+  if (tagStart >= 0 && keyPrefix[tagStart + 1] === '}') {
+    // An empty hash tag makes Redis Cluster hash each name whole: a lock and its fence in different slots.
+    throw new LockOptionsError('keyPrefix', keyPrefix, "a prefix without an empty hash tag '{}'");
+  }
+  const ttl = leaseLength('ttl', given.ttl ?? LOCK_DEFAULTS.ttl, false);
   const driftFactor = given.driftFactor ?? LOCK_DEFAULTS.driftFactor;
   if (typeof driftFactor !== 'number' || !(driftFactor >= 0 && driftFactor < 0.5)) {
     throw new LockOptionsError('driftFactor', driftFactor, 'a number from 0 up to (not including) 0.5');
@@ -72,7 +78,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     ttl,
     wait: nonNegative('wait', given.wait ?? LOCK_DEFAULTS.wait),
     autoExtend: flag('autoExtend', given.autoExtend ?? LOCK_DEFAULTS.autoExtend),
-    maxHold: positive('maxHold', given.maxHold ?? LOCK_DEFAULTS.maxHold, true),
+    maxHold: leaseLength('maxHold', given.maxHold ?? LOCK_DEFAULTS.maxHold, true),
     minHold: holdTime('minHold', given.minHold ?? LOCK_DEFAULTS.minHold),
     driftFactor,
     reentrant: flag('reentrant', given.reentrant ?? LOCK_DEFAULTS.reentrant),
@@ -102,10 +108,10 @@ export function resolveCallSettings(module: ResolvedLockOptions, call: AcquireOp
     throw new LockOptionsError('signal', signal, 'an AbortSignal');
   }
   return {
-    ttl: call.ttl === undefined ? module.ttl : positive('ttl', call.ttl, false),
+    ttl: call.ttl === undefined ? module.ttl : leaseLength('ttl', call.ttl, false),
     wait: call.wait === undefined ? module.wait : nonNegative('wait', call.wait),
     autoExtend: call.autoExtend === undefined ? module.autoExtend : flag('autoExtend', call.autoExtend),
-    maxHold: call.maxHold === undefined ? module.maxHold : positive('maxHold', call.maxHold, true),
+    maxHold: call.maxHold === undefined ? module.maxHold : leaseLength('maxHold', call.maxHold, true),
     minHold: call.minHold === undefined ? module.minHold : holdTime('minHold', call.minHold),
     reentrant: call.reentrant === undefined ? module.reentrant : flag('reentrant', call.reentrant),
     signal,
@@ -115,6 +121,20 @@ export function resolveCallSettings(module: ResolvedLockOptions, call: AcquireOp
 function positive(option: string, value: unknown, infinityAllowed: boolean): number {
   if (typeof value !== 'number' || !(value > 0) || (!infinityAllowed && !Number.isFinite(value))) {
     throw new LockOptionsError(option, value, `a ${infinityAllowed ? '' : 'finite '}number of milliseconds above 0`);
+  }
+  return value;
+}
+
+/** A lease length (ttl, maxHold): at least MIN_TTL_MS, or no lease could ever be granted on Redis. */
+export function leaseLength(option: string, value: unknown, infinityAllowed: boolean): number {
+  if (typeof value !== 'number' || !(value >= MIN_TTL_MS) || (!infinityAllowed && !Number.isFinite(value))) {
+    throw new LockOptionsError(
+      option,
+      value,
+      `a ${infinityAllowed ? '' : 'finite '}number of milliseconds, at least ${MIN_TTL_MS}: a lease is valid for ` +
+        'its length minus the clock-drift allowance (ttl × driftFactor + 2 ms) and a round trip, so a shorter one ' +
+        'could never be granted on Redis',
+    );
   }
   return value;
 }

@@ -190,6 +190,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     const ttl = Math.min(settings.ttl, settings.maxHold);
     const signal = settings.signal;
     let watch: ReleaseWatch | undefined;
+    let acquired = false;
     try {
       if (!once && this.store.hasWaiters(names)) {
         // No barging: callers of this process already wait for these keys, so queue behind them.
@@ -198,6 +199,9 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
       }
       for (;;) {
         signal?.throwIfAborted();
+        // Shutdown may have begun while this caller slept or its attempt was in flight: it is refused,
+        // never left attempting (a borrowed client stays open) nor subscribing after the store closed.
+        if (this.closed) throw new LockUnavailableError(keys, 'the application is shutting down');
         const seenBefore = watch?.seen ?? 0;
         const outcome = await this.store.acquire({ keys: names, token, ttl });
         if (outcome.acquired) {
@@ -205,6 +209,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
             await this.store.release(names, token).catch(() => undefined);
             signal.throwIfAborted();
           }
+          acquired = true;
           return outcome;
         }
         const now = performance.now();
@@ -223,11 +228,12 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         await watch.next(Math.min(deadline - now, fallback + jitter, MAX_SLEEP_MS), signal);
       }
     } finally {
-      watch?.close();
+      watch?.close(acquired);
     }
   }
 
   private async watchReleases(names: readonly LockKeyNames[], keys: readonly string[]): Promise<ReleaseWatch> {
+    if (this.closed) throw new LockUnavailableError(keys, 'the application is shutting down');
     const watch = this.store.watch(names);
     try {
       await watch.ready();

@@ -1,4 +1,4 @@
-import { LockOptionsError } from '../errors';
+import { leaseLength } from '../lock-options.resolver';
 import type { Lock } from '../lock.interface';
 import type { Lease } from './lease';
 
@@ -18,7 +18,7 @@ export class HeldLock implements Lock {
   readonly keys: readonly string[];
   readonly fences: Readonly<Record<string, number>>;
   private released = false;
-  private combinedSignal: AbortSignal | undefined;
+  private combined: CombinedSignal | undefined;
 
   constructor(
     keys: readonly string[],
@@ -44,8 +44,8 @@ export class HeldLock implements Lock {
 
   get signal(): AbortSignal {
     if (this.leases.length === 1) return this.leases[0].signal;
-    this.combinedSignal ??= AbortSignal.any(this.leases.map((lease) => lease.signal));
-    return this.combinedSignal;
+    this.combined ??= new CombinedSignal(this.leases.map((lease) => lease.signal));
+    return this.combined.signal;
   }
 
   /** True while every lease behind this handle is held. */
@@ -54,17 +54,18 @@ export class HeldLock implements Lock {
   }
 
   async extend(ttl?: number): Promise<void> {
-    // Checked here: Redis would read a ttl below 1 ms as "expire now" (a silent release), and NaN or
-    // Infinity as a script error that says nothing of the caller's mistake.
-    if (ttl !== undefined && (typeof ttl !== 'number' || !Number.isFinite(ttl) || ttl < 1)) {
-      throw new LockOptionsError('ttl', ttl, 'a finite number of milliseconds, at least 1');
-    }
+    // Checked here: Redis would read a ttl below 1 ms as "expire now" (a silent release), NaN or Infinity
+    // as a script error that says nothing of the caller's mistake, and a few ms leaves no validity.
+    if (ttl !== undefined) leaseLength('ttl', ttl, false);
     await Promise.all(this.leases.map((lease) => lease.extend(ttl ?? lease.terms.ttl)));
   }
 
   async release(): Promise<boolean> {
     if (this.released) return false;
     this.released = true;
+    // A borrowed lease (reentrancy) may outlive this handle by far: it must not keep this handle's
+    // listener, and through it this handle, alive.
+    this.combined?.detach();
     if (this.leases.length === 1) return this.onRelease(this.leases[0]);
     const results = await Promise.all(this.leases.map((lease) => this.onRelease(lease)));
     return results.every(Boolean);
@@ -72,5 +73,35 @@ export class HeldLock implements Lock {
 
   async [asyncDispose](): Promise<void> {
     await this.release();
+  }
+}
+
+/**
+ * Aborts when any of `sources` aborts, with its reason. In place of AbortSignal.any, whose dependent
+ * signals stay referenced by their sources until those abort: an outer lease held for long, read by many
+ * reentrant handles, would keep every one of them. Here a released handle detaches its listeners.
+ */
+class CombinedSignal {
+  private readonly controller = new AbortController();
+  private readonly onAbort = (event: Event): void => {
+    this.detach();
+    this.controller.abort((event.target as AbortSignal).reason);
+  };
+
+  constructor(private readonly sources: readonly AbortSignal[]) {
+    const aborted = sources.find((source) => source.aborted);
+    if (aborted) {
+      this.controller.abort(aborted.reason);
+      return;
+    }
+    for (const source of sources) source.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  detach(): void {
+    for (const source of this.sources) source.removeEventListener('abort', this.onAbort);
   }
 }

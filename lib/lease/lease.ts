@@ -69,7 +69,15 @@ export class Lease implements ScheduledTask {
     return this.host;
   }
 
+  /**
+   * Held: not released, not known lost, and still within its validity deadline. The deadline is checked
+   * here too, not only by the scheduler's timer: after a blocked event loop the timer has not fired yet,
+   * and a reentrant acquire must never borrow a lease that may already belong to someone else.
+   */
   get isHeld(): boolean {
+    if (this.state === 'held' && performance.now() >= this.validUntil) {
+      this.lose('its validity ended before it was renewed (the event loop was blocked, or Redis was unreachable)');
+    }
     return this.state === 'held';
   }
 

@@ -57,4 +57,31 @@ describe('RenewalScheduler', () => {
     scheduler.clear();
     expect(scheduler.size).toBe(0);
   });
+
+  it('does not spin on a task due more than 24.8 days away (Node caps timer delays at 2^31 - 1 ms)', async () => {
+    const scheduler = new RenewalScheduler();
+    const log: string[] = [];
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => void warnings.push(warning.name);
+    process.on('warning', onWarning);
+    const realSetTimeout = globalThis.setTimeout;
+    let armed = 0;
+    globalThis.setTimeout = ((...args: Parameters<typeof setTimeout>) => {
+      armed++;
+      return realSetTimeout(...args);
+    }) as typeof setTimeout;
+    try {
+      const thirtyDays = 30 * 24 * 60 * 60 * 1000;
+      scheduler.schedule(task(log, 'far'), performance.now() + thirtyDays);
+      await new Promise((resolve) => realSetTimeout(resolve, 200));
+    } finally {
+      globalThis.setTimeout = realSetTimeout;
+      process.off('warning', onWarning);
+      scheduler.clear();
+    }
+    // Before the fix the timer fired every ms and re-armed: ~200 timers in 200 ms, and a TimeoutOverflowWarning.
+    expect(armed).toBeLessThanOrEqual(2);
+    expect(log).toEqual([]);
+    expect(warnings).not.toContain('TimeoutOverflowWarning');
+  });
 });

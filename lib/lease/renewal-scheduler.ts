@@ -1,3 +1,6 @@
+/** The longest delay setTimeout honours. */
+const MAX_TIMER_DELAY_MS = 2_147_483_647;
+
 /** Something the scheduler calls back at a monotonic time. */
 export interface ScheduledTask {
   /** performance.now() time at which `run` is due. */
@@ -55,8 +58,11 @@ export class RenewalScheduler {
 
   private arm(at: number): void {
     if (this.timer) clearTimeout(this.timer);
-    this.timerAt = at;
-    this.timer = setTimeout(() => this.fire(), Math.max(0, at - performance.now()));
+    // Node fires a delay above 2^31 - 1 ms after 1 ms instead (and warns): a task due later than that is
+    // reached in steps of the longest delay; fire() finds nothing due and arms the next step.
+    const delay = Math.min(MAX_TIMER_DELAY_MS, Math.max(0, at - performance.now()));
+    this.timerAt = performance.now() + delay;
+    this.timer = setTimeout(() => this.fire(), delay);
     this.timer.unref();
   }
 

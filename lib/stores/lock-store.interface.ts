@@ -77,6 +77,9 @@ export interface ReleaseWatch {
    * or `timeoutMs` passes. Rejects with the signal's reason when it aborts.
    */
   next(timeoutMs: number, signal?: AbortSignal): Promise<void>;
-  /** Stops watching; a wake-up this waiter received but did not use passes to the next waiter. */
-  close(): void;
+  /**
+   * Stops watching. A wake-up this waiter received but did not use passes to the next waiter, and so does
+   * its turn when it leaves without the lock (`acquired` false).
+   */
+  close(acquired?: boolean): void;
 }

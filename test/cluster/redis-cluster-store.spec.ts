@@ -29,6 +29,22 @@ describe('Redis store on a real 3-master Redis Cluster (ioredis Cluster as `redi
   });
   const apps = trackLockApps();
 
+  it('any key maps to one slot per lock: keys starting with } (an empty hash tag) or \\ lock and release (issue 11, defect 9)', async () => {
+    const { locks } = await apps.start({ redis: client, ttl: 1_000 });
+    for (const key of ['}x', '}', '}}{', '\\}x', '\\', uniqueKey('}lead')]) {
+      const names = namer.names(key);
+      // The lease, its fence counter and its release channel hash to one slot.
+      expect(new Set([names.lockKey, names.fenceKey, names.channel].map(slotOf)).size).toBe(1);
+      const lock = await locks.acquire(key, { wait: 0 });
+      expect(await locks.tryAcquire(key)).toBeNull();
+      await expect(lock.release()).resolves.toBe(true);
+    }
+    // Injective: '}x' and '\\}x' are two locks.
+    const first = await locks.acquire('}x');
+    const second = await locks.acquire('\\}x', { wait: 0 });
+    await Promise.all([first.release(), second.release()]);
+  });
+
   it('acquire, extend, release and rising fences on keys spread over all three masters', async () => {
     const { locks } = await apps.start({ redis: client, ttl: 1_000 });
     const keys = Array.from({ length: 24 }, (_, i) => uniqueKey(`spread-${i}`));

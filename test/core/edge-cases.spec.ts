@@ -80,11 +80,15 @@ describe.each(storeRows(storesUnderTest(['redis'])))('validity (%s store)', (_na
   afterAll(() => store?.teardown());
   const apps = trackLockApps();
 
-  it('never hands out a lease whose validity is over when Redis answers (ttl not above the drift)', async () => {
-    const { locks } = await apps.start(store.options());
-    const key = uniqueKey('too-short');
-    // ttl 2 ms: the drift allowance (2 ms) leaves no validity at all.
-    expect(await rejectionOf(locks.acquire(key, { ttl: 2, wait: 0 }))).toBeInstanceOf(LockUnavailableError);
+  it('never hands out a lease whose validity is over when Redis answers (the answer came after the lease)', async () => {
+    // A command timeout longer than the lease, so that the late answer arrives instead of a timeout.
+    const { locks } = await apps.start(store.options({ commandTimeout: 2_000 }));
+    const key = uniqueKey('too-late');
+    expect(await locks.tryAcquire(uniqueKey('warm-up'))).not.toBeNull();
+    // Redis stalls for 150 ms: the 50 ms lease (minus drift) is over when its grant arrives.
+    store.servers[0].pause();
+    setTimeout(() => store.servers[0].resume(), 150);
+    expect(await rejectionOf(locks.acquire(key, { ttl: 50, wait: 0 }))).toBeInstanceOf(LockUnavailableError);
     const lock = await locks.acquire(key, { ttl: 5_000, wait: 1_000 });
     expect(lock.signal.aborted).toBe(false);
     await lock.release();

@@ -28,6 +28,14 @@ describe('Redlock quorum over 5 real Redis nodes, exhaustively', () => {
     await nodes?.stop();
   });
 
+  /** Waits (briefly) until `token` is on no node at any of `lockKeys`: a failed attempt's undo has landed. */
+  async function settled(token: string, lockKeys: readonly string[]): Promise<void> {
+    const anywhere = async (): Promise<boolean> =>
+      (await Promise.all(lockKeys.map((lockKey) => valuesOn(nodes, lockKey)))).flat().includes(token);
+    const deadline = performance.now() + 1_000;
+    while ((await anywhere()) && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+
   it('for each of the 32 subsets of nodes pre-holding the key: granted iff fewer than 3 are held; a failure leaves no key', async () => {
     const outcomes: string[] = [];
     const expected: string[] = [];
@@ -37,6 +45,9 @@ describe('Redlock quorum over 5 real Redis nodes, exhaustively', () => {
       const token = freshToken();
 
       const outcome = await store.acquire({ keys: [lock], token, ttl: TTL_MS });
+      // A busy verdict does not wait for the nodes still answering: their undo is queued right behind the
+      // attempt on the same connection, and lands as soon as they answer.
+      if (!outcome.acquired) await settled(token, [lock.lockKey]);
       const values = await valuesOn(nodes, lock.lockKey);
       const ours = values.filter((value) => value === token).length;
       outcomes.push(`held on [${held}]: ${outcome.acquired ? 'granted' : 'busy'}, ours on ${outcome.acquired ? 'a quorum' : ours}`);
@@ -73,6 +84,7 @@ describe('Redlock quorum over 5 real Redis nodes, exhaustively', () => {
       );
       const token = freshToken();
       const outcome = await store.acquire({ keys: [a, b], token, ttl: TTL_MS });
+      if (!outcome.acquired) await settled(token, [a.lockKey, b.lockKey]);
       const busyNodes = holding.filter((what) => what !== 0).length;
       const [valuesA, valuesB] = await Promise.all([valuesOn(nodes, a.lockKey), valuesOn(nodes, b.lockKey)]);
       // On every node: both keys ours, or neither (a node never keeps half of a multi-key lock).

@@ -9,14 +9,15 @@
  * Sets every lock key NX PX (all or none: keys set before a busy one are deleted again in the same script;
  * a key already holding this token counts as set, see below), then bumps each key's fence counter (which
  * never expires).
- * Returns {1, fence1..fencen} granted; {0, pttl} busy; {-1, i} lock key i holds foreign data;
- * {-2, i} fence key i holds foreign data.
+ * Returns {1, fence1..fencen} granted; {0, pttl, holder token} busy; {-1, i} lock key i holds foreign
+ * data; {-2, i} fence key i holds foreign data.
  */
 export const ACQUIRE_SCRIPT = `
 local n = #KEYS / 2
 for i = 1, n do
   if not redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    if redis.pcall('GET', KEYS[i]) == ARGV[1] then
+    local holder = redis.pcall('GET', KEYS[i])
+    if holder == ARGV[1] then
       -- Already granted to this very token: this script ran before, but its reply was lost to a
       -- connection reset and the client resent it. Renew, instead of reporting the caller's own key busy.
       redis.call('PEXPIRE', KEYS[i], ARGV[2])
@@ -24,7 +25,8 @@ for i = 1, n do
       local pttl = redis.call('PTTL', KEYS[i])
       for j = 1, i - 1 do redis.call('DEL', KEYS[j]) end
       if pttl == -1 and redis.call('TYPE', KEYS[i]).ok ~= 'string' then return {-1, i} end
-      return {0, pttl}
+      if type(holder) ~= 'string' then holder = '' end
+      return {0, pttl, holder}
     end
   end
 end
@@ -77,6 +79,20 @@ for i = 1, #KEYS do
   end
 end
 return released
+`;
+
+/**
+ * KEYS: lock keys. ARGV: token.
+ * Takes back an attempt that did not become a lock (a Redlock grant short of a quorum, an answer that came
+ * too late): compare-and-delete, announced to nobody. It is not the release of a held lock: a PUBLISH would
+ * wake waiters for nothing (they would spin against a holder that still holds a quorum) and would put the
+ * attempt's token, which the caller may use again, among the releases the waiters have already counted.
+ */
+export const UNDO_SCRIPT = `
+for i = 1, #KEYS do
+  if redis.pcall('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i]) end
+end
+return 1
 `;
 
 /**

@@ -3,7 +3,7 @@ import Redis, { type Cluster, type RedisOptions } from 'ioredis';
 import { InvalidLockKeyError } from '../../errors';
 import type { LockKeyNames } from '../lock-store.interface';
 import { withTimeout } from '../shared/with-timeout';
-import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, RAISE_FENCES_SCRIPT, RELEASE_SCRIPT } from './lock-scripts';
+import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, RAISE_FENCES_SCRIPT, RELEASE_SCRIPT, UNDO_SCRIPT } from './lock-scripts';
 
 /** The methods defineCommand adds to a client; namespaced so they cannot clash with a user's own. */
 interface LockScriptClient {
@@ -11,6 +11,7 @@ interface LockScriptClient {
   nestLockExtend(numKeys: number, ...args: (string | number)[]): Promise<number>;
   nestLockRelease(numKeys: number, ...args: (string | number)[]): Promise<number>;
   nestLockRaiseFences(numKeys: number, ...args: (string | number)[]): Promise<number | number[]>;
+  nestLockUndo(numKeys: number, ...args: string[]): Promise<number>;
 }
 
 /** The scripts each client gets, by the command name defineCommand gives them. */
@@ -19,6 +20,7 @@ const SCRIPTS: Readonly<Record<keyof LockScriptClient, string>> = {
   nestLockExtend: EXTEND_SCRIPT,
   nestLockRelease: RELEASE_SCRIPT,
   nestLockRaiseFences: RAISE_FENCES_SCRIPT,
+  nestLockUndo: UNDO_SCRIPT,
 };
 
 type Client = Redis | Cluster;
@@ -26,7 +28,12 @@ type Client = Redis | Cluster;
 /** One node's answer to an acquire attempt. */
 export type NodeAcquireReply =
   | { readonly acquired: true; readonly fences: number[] }
-  | { readonly acquired: false; readonly retryAfter: number };
+  | {
+      readonly acquired: false;
+      readonly retryAfter: number;
+      /** Token of the grant holding the key ('' when unknown). */
+      readonly holder: string;
+    };
 
 /**
  * The lock scripts on one Redis connection (a standalone server, a Sentinel-managed master or a Cluster).
@@ -44,6 +51,8 @@ export class RedisLockNode {
   private messageHandler: ((channel: string, token: string) => void) | undefined;
   private corked = false;
   private corkedCommands = 0;
+  /** Set by close(): nothing is sent or opened afterwards (a borrowed client stays usable to its owner). */
+  private closed = false;
 
   constructor(connection: string | RedisOptions | Client, readonly label: string) {
     if (typeof connection === 'string' || !isClient(connection)) {
@@ -75,7 +84,7 @@ export class RedisLockNode {
     );
     const status = Number(reply[0]);
     if (status === 1) return { acquired: true, fences: reply.slice(1).map(Number) };
-    if (status === 0) return { acquired: false, retryAfter: Number(reply[1]) };
+    if (status === 0) return { acquired: false, retryAfter: Number(reply[1]), holder: String(reply[2] ?? '') };
     const key = keys[Number(reply[1]) - 1];
     throw new InvalidLockKeyError(
       key.name,
@@ -107,6 +116,15 @@ export class RedisLockNode {
     return Number(reply);
   }
 
+  /** Takes back an attempt that did not become a lock, silently (see UNDO_SCRIPT). */
+  async undo(keys: readonly LockKeyNames[], token: string, timeoutMs: number): Promise<void> {
+    const args: string[] = keys.map((key) => key.lockKey);
+    args.push(token);
+    await withTimeout(this.scripts().nestLockUndo(keys.length, ...args), timeoutMs).catch((error: unknown) =>
+      this.rethrow(error, keys),
+    );
+  }
+
   /**
    * Redlock's fence write-back: raises each key's fence counter on this node to at least `fences[i]`,
    * provided this node still holds every key with `token`. True when it did (or the counters were already
@@ -131,11 +149,13 @@ export class RedisLockNode {
   }
 
   async exists(key: LockKeyNames, timeoutMs: number): Promise<boolean> {
+    this.refuseWhenClosed();
     const count = await withTimeout(this.client.exists(key.lockKey), timeoutMs);
     return count === 1;
   }
 
   async ping(timeoutMs: number): Promise<void> {
+    this.refuseWhenClosed();
     await withTimeout(this.client.ping(), timeoutMs);
   }
 
@@ -154,6 +174,7 @@ export class RedisLockNode {
 
   /** Closes the subscriber (always ours) and the client only when this node made it. */
   async close(): Promise<void> {
+    this.closed = true;
     const closing: Promise<unknown>[] = [];
     if (this.subscriber) closing.push(quit(this.subscriber));
     if (this.owned) closing.push(quit(this.client));
@@ -162,6 +183,7 @@ export class RedisLockNode {
   }
 
   private subscriberConnection(): Client {
+    this.refuseWhenClosed();
     if (!this.subscriber) {
       // No ready check on the subscriber: ioredis sends INFO for it, which a connection already in subscriber
       // mode (a second SUBSCRIBE queued while connecting) refuses, failing the pending subscriptions.
@@ -175,7 +197,17 @@ export class RedisLockNode {
     return this.subscriber;
   }
 
+  /**
+   * After close() nothing may be sent or opened: a caller still in a wait loop at shutdown would otherwise
+   * open a new subscriber connection that nobody closes (and that reconnects forever once Redis is gone),
+   * or keep attempting on a borrowed client that stays open.
+   */
+  private refuseWhenClosed(): void {
+    if (this.closed) throw new StoreClosedError();
+  }
+
   private scripts(): LockScriptClient {
+    this.refuseWhenClosed();
     this.coalesceWrites();
     return this.client as unknown as LockScriptClient;
   }
@@ -223,6 +255,14 @@ export class RedisLockNode {
       throw new InvalidLockKeyError(keys[0].name, 'a Redis key of this lock holds data that is not this library\'s');
     }
     throw error;
+  }
+}
+
+/** A command asked of a node after close(); the stores report it as LockUnavailableError. */
+export class StoreClosedError extends Error {
+  constructor() {
+    super('the lock store is closed (the application is shutting down)');
+    this.name = 'StoreClosedError';
   }
 }
 

@@ -3,8 +3,7 @@ import { LockError, LockUnavailableError } from '../../errors';
 import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockStore, ReleaseWatch } from '../lock-store.interface';
 import { clockDrift, commandTimeoutFor } from '../shared/timing';
 import { ReleaseHub } from '../shared/release-hub';
-import { CommandTimeoutError } from '../shared/with-timeout';
-import { RedisLockNode } from './redis-lock-node';
+import { RedisLockNode, StoreClosedError } from './redis-lock-node';
 
 export interface RedisLockStoreOptions {
   readonly driftFactor: number;
@@ -43,12 +42,12 @@ export class RedisLockStore implements LockStore {
     const timeout = this.timeout(ttl);
     try {
       const reply = await this.node.acquire(request.keys, request.token, ttl, timeout);
-      if (!reply.acquired) return reply;
+      if (!reply.acquired) return { acquired: false, retryAfter: reply.retryAfter };
       const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
       if (validUntil <= performance.now()) {
         // The answer came too late for the lease (a stalled event loop, a slow network): it may already
         // have expired and been granted again. Never hand it out.
-        this.node.release(request.keys, request.token, timeout).catch(() => undefined);
+        this.node.undo(request.keys, request.token, timeout).catch(() => undefined);
         throw new LockUnavailableError(
           request.keys.map((key) => key.name),
           `Redis answered after the lease's validity (ttl ${ttl} ms minus drift) had passed`,
@@ -56,9 +55,11 @@ export class RedisLockStore implements LockStore {
       }
       return { acquired: true, fences: reply.fences, validUntil };
     } catch (error) {
-      if (error instanceof CommandTimeoutError) {
-        // The script may still run once Redis answers: take back whatever it would grant under this token.
-        this.node.release(request.keys, request.token, ttl).catch(() => undefined);
+      if (mayHaveRun(error)) {
+        // The script may have run, or may still run, although no answer came: a timeout, or the driver
+        // giving up on a command it had sent (a reset connection, MaxRetriesPerRequestError). Take back
+        // whatever it granted under this token, or the key would stay locked for nobody for a whole ttl.
+        this.node.undo(request.keys, request.token, timeout).catch(() => undefined);
       }
       throw this.unavailable(error, request.keys, 'acquire');
     }
@@ -132,4 +133,12 @@ export class RedisLockStore implements LockStore {
       { cause: error },
     );
   }
+}
+
+/**
+ * Whether an acquire that failed may have reached Redis: anything but this library's own verdicts (foreign
+ * data at the key, a too-late answer already undone) and a store closed before sending.
+ */
+function mayHaveRun(error: unknown): boolean {
+  return !(error instanceof LockError) && !(error instanceof StoreClosedError);
 }

@@ -13,6 +13,9 @@ export interface RedlockLockStoreOptions {
   readonly commandTimeout?: number;
 }
 
+/** Mean delay before retrying a key whose nodes were split between contending attempts. */
+const CONTENDED_RETRY_MS = 20;
+
 /** How a round of votes ended. */
 type Verdict = 'for' | 'against' | 'unavailable';
 
@@ -91,17 +94,27 @@ export class RedlockLockStore implements LockStore {
       );
     }
 
-    await this.undo(round, keys, token, timeout, verdict !== 'unavailable');
+    await this.undo(round, keys, token, timeout);
     if (verdict === 'unavailable') {
       throw this.unavailable(keys, 'acquire', this.tooFewNodes(answers), answers);
     }
     const busy: number[] = [];
+    const holders = new Map<string, number>();
     let failed = 0;
     for (const answer of answers) {
       // Foreign data at a key that kept this lock from a quorum is the caller's to fix (key or keyPrefix).
       if (!answer.ok && answer.error instanceof InvalidLockKeyError) throw answer.error;
       if (!answer.ok) failed++;
-      else if (!answer.value.acquired) busy.push(answer.value.retryAfter);
+      else if (!answer.value.acquired) {
+        busy.push(answer.value.retryAfter);
+        holders.set(answer.value.holder, (holders.get(answer.value.holder) ?? 0) + 1);
+      }
+    }
+    if (Math.max(0, ...holders.values()) < this.quorum) {
+      // No grant holds a quorum: the key is contended by attempts that split the nodes between them and
+      // are being undone (or by leases about to expire). Nobody will announce a release: try again soon,
+      // at a random moment so that the contenders do not split the nodes again.
+      return { acquired: false, retryAfter: Math.ceil(CONTENDED_RETRY_MS * (0.5 + Math.random())) };
     }
     return { acquired: false, retryAfter: this.retryAfter(busy, failed) };
   }
@@ -217,37 +230,21 @@ export class RedlockLockStore implements LockStore {
   }
 
   /**
-   * Takes back a failed attempt before returning, so neither the next attempt nor another client meets a
-   * partial lock. The release goes to every node that may hold the attempt's keys, i.e. all but those that
-   * answered busy (the acquire script is all-or-none on a node: a busy node took nothing). It is awaited
-   * from each node that answers the acquire in time. Nodes that failed, or stay silent past their timeout,
-   * get it unawaited: it queues behind the acquire on the same connection, so it runs right after the late
-   * acquire once they answer again. With `awaitPending` false (the store is unavailable anyway), nodes that
-   * have not answered yet get the release at once and are not waited for.
+   * Takes back a failed attempt, silently (UNDO_SCRIPT: a partial grant is no release and wakes nobody),
+   * so that neither the next attempt nor another client meets a partial lock. It goes to every node that
+   * may hold the attempt's keys: all but those that answered busy (the acquire script is all-or-none on a
+   * node). It is awaited from nodes that granted; nodes that failed or have not answered yet get it
+   * without waiting: it queues behind the acquire on the same connection, so it runs right after a late
+   * acquire once they answer again. So a verdict, busy included, never waits for silent nodes.
    */
-  private async undo(
-    round: QuorumRound<NodeAcquireReply>,
-    keys: readonly LockKeyNames[],
-    token: string,
-    timeout: number,
-    awaitPending = true,
-  ): Promise<void> {
+  private async undo(round: QuorumRound<NodeAcquireReply>, keys: readonly LockKeyNames[], token: string, timeout: number): Promise<void> {
     const answered = new Map(round.answersSoFar().map((answer) => [answer.node, answer]));
-    const release = (node: RedisLockNode): Promise<void> =>
-      node.release(keys, token, timeout).then(
-        () => undefined,
-        () => undefined,
-      );
+    const undo = (node: RedisLockNode): Promise<void> => node.undo(keys, token, timeout).catch(() => undefined);
     await Promise.all(
       this.nodes.map(async (node, index) => {
-        let answer = answered.get(index);
-        if (!answer && !awaitPending) {
-          void release(node);
-          return;
-        }
-        answer ??= await round.answers[index];
-        if (!answer.ok) void release(node);
-        else if (answer.value.acquired) await release(node);
+        const answer = answered.get(index);
+        if (!answer || !answer.ok) void undo(node);
+        else if (answer.value.acquired) await undo(node);
       }),
     );
   }

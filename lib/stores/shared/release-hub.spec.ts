@@ -108,4 +108,34 @@ describe('ReleaseHub', () => {
     single.close();
     hub.clear();
   });
+
+  it('counts a hand-over once although other releases come between it and its own PUBLISH (hot key)', () => {
+    const { hub } = hubWithLog();
+    const watch = hub.watch([names('k')]);
+    const sleepers = [hub.watch([names('k')]), hub.watch([names('k')])];
+    sleepers.forEach((sleeper) => void sleeper.next(5_000));
+    hub.handOver('k:c', 'first');
+    hub.handOver('k:c', 'second');
+    // The PUBLISH of both releases arrive afterwards: already counted, each.
+    hub.announce('k:c', 'first');
+    hub.announce('k:c', 'second');
+    expect(watch.seen).toBe(2);
+    [watch, ...sleepers].forEach((item) => item.close());
+  });
+
+  it("a release of another process ends the local hand-over streak: it is 3 in a row, not 3 of every 4", async () => {
+    const { hub } = hubWithLog();
+    let woken = 0;
+    const sleepers = Array.from({ length: 6 }, () => hub.watch([names('k')]));
+    sleepers.forEach((sleeper) => void sleeper.next(5_000).then(() => woken++));
+    for (const token of ['l1', 'l2', 'l3']) hub.handOver('k:c', token);
+    hub.announce('k:c', 'from-another-process');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(woken).toBe(4);
+    // Before the fix this local release was skipped (the streak still counted the three before).
+    hub.handOver('k:c', 'l4');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(woken).toBe(5);
+    sleepers.forEach((sleeper) => sleeper.close());
+  });
 });

@@ -16,8 +16,13 @@ interface Sleeper {
 interface ChannelState {
   /** Releases announced on this channel so far. */
   releases: number;
-  /** Token of the last release announced: Redlock announces one release once per node. */
-  lastToken: string | undefined;
+  /**
+   * Tokens of the releases counted lately, oldest first: one release reaches the hub several times (the
+   * local hand-over, then its PUBLISH; on Redlock one PUBLISH per node), possibly after later releases,
+   * and must be counted once. A window, not just the last token: with a hot key, other releases come
+   * between a hand-over and its own PUBLISH.
+   */
+  readonly recentTokens: string[];
   watchers: number;
   /** Waiters asleep on this channel, in arrival order: a release wakes the first one only. */
   readonly sleepers: Sleeper[];
@@ -34,6 +39,9 @@ interface ChannelState {
  */
 const MAX_LOCAL_HANDOVERS = 3;
 
+/** How many recent release tokens a channel remembers to count each release once. */
+const RECENT_TOKENS = 64;
+
 /**
  * Turns release announcements into wake-ups, so waiters sleep instead of polling. Waiters of one process
  * share one subscription per key, and a release wakes only the longest-waiting one: the others would only
@@ -48,14 +56,27 @@ export class ReleaseHub {
     private readonly lingerMs = 2_000,
   ) {}
 
-  /** Called by the transport for every release message; `token` is the releasing grant's token. */
+  /**
+   * Called by the transport for every release message; `token` is the releasing grant's token. A release
+   * this process did not hand over locally (another process's, as a rule) ends the local streak: the
+   * hand-over budget is "MAX_LOCAL_HANDOVERS in a row", not "that many of every MAX + 1".
+   */
   announce(channel: string, token?: string): void {
     const state = this.channels.get(channel);
     if (!state) return;
-    if (token !== undefined && token !== '' && token === state.lastToken) return;
-    state.lastToken = token;
+    if (this.count(state, token)) state.localStreak = 0;
+  }
+
+  /** Counts a release once (see recentTokens) and wakes the next sleeper; false for a repeat. */
+  private count(state: ChannelState, token: string | undefined): boolean {
+    if (token !== undefined && token !== '') {
+      if (state.recentTokens.includes(token)) return false;
+      state.recentTokens.push(token);
+      if (state.recentTokens.length > RECENT_TOKENS) state.recentTokens.shift();
+    }
     state.releases++;
     this.wakeNext(state);
+    return true;
   }
 
   /**
@@ -72,7 +93,7 @@ export class ReleaseHub {
       return;
     }
     state.localStreak++;
-    this.announce(channel, token);
+    this.count(state, token);
   }
 
   /** Whether single-key waiters of this process sleep on one of the keys (multi-key ones may be blocked elsewhere). */
@@ -143,7 +164,7 @@ export class ReleaseHub {
     if (!state) {
       state = {
         releases: 0,
-        lastToken: undefined,
+        recentTokens: [],
         watchers: 0,
         sleepers: [],
         subscribed: undefined,
@@ -210,10 +231,13 @@ class HubWatch implements ReleaseWatch {
     });
   }
 
-  close(): void {
+  close(acquired = true): void {
     if (this.closed) return;
     this.closed = true;
-    if (this.unusedWake) for (const state of this.states) this.hub.wakeNext(state);
+    // A waiter that leaves without the lock (its wait ran out, it was cancelled, it failed) passes its turn
+    // on: a waiter queued behind it may have slept without a timer of its own for the holder's lease end
+    // (a newcomer queues behind the sleepers without an attempt), and must look again now.
+    if (this.unusedWake || !acquired) for (const state of this.states) this.hub.wakeNext(state);
     this.states.forEach((state, index) => this.hub.closeChannel(this.channels[index], state));
   }
 }
