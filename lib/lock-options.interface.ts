@@ -1,10 +1,45 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 
-/** One Redis deployment: a URL, ioredis options (the module owns the client), or a client it borrows. */
-export type RedisConnection = string | RedisOptions | Redis | Cluster;
+/**
+ * A client or cluster of ioredis' API that is not this ioredis: iovalkey's `Redis` / `Cluster`, or a second
+ * copy of ioredis. Recognised by shape; the module only ever duplicates it (README, "Connections").
+ */
+export interface IoredisLikeClient {
+  defineCommand(...args: never[]): unknown;
+  duplicate(...args: never[]): unknown;
+  pipeline(...args: never[]): unknown;
+}
 
-/** One independent Redis master of a Redlock set (a Cluster is not a Redlock node). */
-export type RedlockNode = string | RedisOptions | Redis;
+/**
+ * A node-redis (`redis` package, v4 or v5) client (`createClient`) or cluster (`createCluster`), connected
+ * or not. Recognised by shape: the module never loads node-redis, it only duplicates the client it is given.
+ */
+export interface NodeRedisLikeClient {
+  readonly isOpen: boolean;
+  connect(...args: never[]): Promise<unknown>;
+  duplicate(...args: never[]): unknown;
+  sendCommand(...args: never[]): Promise<unknown>;
+}
+
+/**
+ * One Redis deployment: a URL or ioredis options (the module makes and owns an ioredis client), or a client
+ * it borrows — ioredis, iovalkey or node-redis, standalone, Sentinel or Cluster.
+ */
+export type RedisConnection = string | RedisOptions | Redis | Cluster | IoredisLikeClient | NodeRedisLikeClient;
+
+/** One independent Redis master of a Redlock set: the same forms, but not a Cluster. */
+export type RedlockNode = string | RedisOptions | Redis | IoredisLikeClient | NodeRedisLikeClient;
+
+/**
+ * `minReplicas`: after each grant and renewal, `WAIT replicas timeout`; a grant fewer replicas acknowledged
+ * is undone (LockUnavailableError), a renewal they did not acknowledge does not count.
+ */
+export interface MinReplicas {
+  /** How many replicas must acknowledge each write of a lease (at least 1). */
+  readonly replicas: number;
+  /** How long to wait for their acknowledgement, in ms (at least 1: WAIT 0 would block forever). */
+  readonly timeout: number;
+}
 
 /** Per-call options of acquire / tryAcquire / withLock. Unset fields fall back to the module's options. */
 export interface AcquireOptions {
@@ -55,6 +90,11 @@ export interface LockModuleOptions {
   /** Reentrant acquisition inside a context that holds the key. Default true. */
   reentrant?: boolean;
   /**
+   * Replication safety on Sentinel or Cluster (or a master with replicas): a grant or renewal counts only
+   * once `replicas` replicas acknowledged it within `timeout` ms (README, "Replication"). Off by default.
+   */
+  minReplicas?: MinReplicas;
+  /**
    * How long one Redis command may take before the store counts as unreachable, in ms.
    * Default: ttl / 5, between 100 and 1000, and at most half the ttl.
    */
@@ -74,4 +114,5 @@ export interface ResolvedLockOptions {
   readonly driftFactor: number;
   readonly reentrant: boolean;
   readonly commandTimeout?: number;
+  readonly minReplicas?: MinReplicas;
 }

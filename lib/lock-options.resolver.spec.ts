@@ -1,4 +1,7 @@
 import Redis from 'ioredis';
+import Valkey from 'iovalkey';
+import { createClient, createCluster } from 'redis';
+import { createClient as createClientV4 } from 'redis-v4';
 import { LockOptionsError } from './errors';
 import { LOCK_DEFAULTS, resolveCallSettings, resolveLockOptions } from './lock-options.resolver';
 import type { LockModuleOptions } from './lock-options.interface';
@@ -36,6 +39,16 @@ describe('resolveLockOptions', () => {
     ['options', 'redis://127.0.0.1'],
     ['ttL', { ttL: 1000 }],
     ['url', { url: 'redis://127.0.0.1' }],
+    ['minReplicas', { redis: 'redis://127.0.0.1:1', minReplicas: 1 }],
+    ['minReplicas', { minReplicas: { replicas: 1, timeout: 100 } }],
+    ['minReplicas.replicas', { redis: 'redis://127.0.0.1:1', minReplicas: { replicas: 0, timeout: 100 } }],
+    ['minReplicas.replicas', { redis: 'redis://127.0.0.1:1', minReplicas: { replicas: 1.5, timeout: 100 } }],
+    ['minReplicas.timeout', { redis: 'redis://127.0.0.1:1', minReplicas: { replicas: 1, timeout: 0 } }],
+    ['minReplicas.timeout', { redis: 'redis://127.0.0.1:1', minReplicas: { replicas: 1, timeout: Infinity } }],
+    ['minReplicas.timeout', { redis: 'redis://127.0.0.1:1', ttl: 1_000, minReplicas: { replicas: 1, timeout: 1_000 } }],
+    ['minReplicas.timeout', { redis: 'redis://127.0.0.1:1', minReplicas: { replicas: 1 } }],
+    ['minReplicas.replica', { redis: 'redis://127.0.0.1:1', minReplicas: { replica: 1, replicas: 1, timeout: 100 } }],
+    ['nodes[0]', { nodes: [createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] })] }],
   ])('rejects a bad %s with a LockOptionsError naming it', (option, options) => {
     let caught: unknown;
     try {
@@ -55,6 +68,27 @@ describe('resolveLockOptions', () => {
     expect(() => resolveLockOptions({ redis: client, wait: Infinity, maxHold: Infinity })).not.toThrow();
     expect(() => resolveLockOptions({ nodes: [client, 'rediss://h:1', { port: 1 }] })).not.toThrow();
     client.disconnect();
+  });
+
+  it('accepts node-redis (v4, v5) clients and clusters and iovalkey clients, recognised by shape', () => {
+    const valkey = new Valkey({ lazyConnect: true });
+    for (const redis of [createClient(), createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] }), createClientV4(), valkey]) {
+      expect(() => resolveLockOptions({ redis })).not.toThrow();
+    }
+    expect(() => resolveLockOptions({ nodes: [createClient(), createClientV4(), valkey] })).not.toThrow();
+    valkey.disconnect();
+  });
+
+  it('minReplicas: validated and kept; off by default', () => {
+    expect(resolveLockOptions({ redis: 'redis://127.0.0.1:1' }).minReplicas).toBeUndefined();
+    expect(resolveLockOptions({ redis: 'redis://127.0.0.1:1', minReplicas: { replicas: 2, timeout: 50 } }).minReplicas).toEqual({
+      replicas: 2,
+      timeout: 50,
+    });
+    expect(resolveLockOptions({ nodes: ['redis://127.0.0.1:1'], minReplicas: { replicas: 1, timeout: 50 } }).minReplicas).toEqual({
+      replicas: 1,
+      timeout: 50,
+    });
   });
 });
 

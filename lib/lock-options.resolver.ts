@@ -1,9 +1,10 @@
-import type { Cluster, Redis } from 'ioredis';
 import { LockOptionsError } from './errors';
 import { MIN_TTL_MS } from './lock.constants';
+import { isClusterClient, isLendableClient } from './stores/clients/client-shape';
 import type {
   AcquireOptions,
   LockModuleOptions,
+  MinReplicas,
   RedisConnection,
   RedlockNode,
   ResolvedLockOptions,
@@ -34,6 +35,7 @@ const KNOWN_OPTIONS: ReadonlySet<string> = new Set<keyof LockModuleOptions>([
   'driftFactor',
   'reentrant',
   'commandTimeout',
+  'minReplicas',
 ]);
 
 /** Merges the defaults into the module's options and validates every value, once, at bootstrap. */
@@ -71,6 +73,10 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
   }
   const commandTimeout =
     given.commandTimeout === undefined ? undefined : positive('commandTimeout', given.commandTimeout, false);
+  const minReplicas =
+    given.minReplicas === undefined
+      ? undefined
+      : checkMinReplicas(given.minReplicas, ttl, given.redis !== undefined || given.nodes !== undefined);
   return {
     redis: given.redis,
     nodes: given.nodes,
@@ -83,6 +89,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     driftFactor,
     reentrant: flag('reentrant', given.reentrant ?? LOCK_DEFAULTS.reentrant),
     commandTimeout,
+    minReplicas,
   };
 }
 
@@ -159,18 +166,33 @@ function flag(option: string, value: unknown): boolean {
   return value;
 }
 
-/** A client instance is recognised by shape, so a second copy of ioredis in node_modules still works. */
-export function isRedisClient(value: unknown): value is Redis | Cluster {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    typeof (value as { defineCommand?: unknown }).defineCommand === 'function' &&
-    typeof (value as { duplicate?: unknown }).duplicate === 'function'
-  );
-}
-
-export function isClusterClient(value: unknown): boolean {
-  return isRedisClient(value) && (value as { isCluster?: unknown }).isCluster === true;
+/**
+ * `{ replicas, timeout }`: integers from 1 (WAIT with timeout 0 blocks forever), the wait shorter than the
+ * lease (a grant must keep some validity after it), and only with Redis (in-process there is no replica).
+ */
+function checkMinReplicas(value: unknown, ttl: number, onRedis: boolean): MinReplicas {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new LockOptionsError('minReplicas', value, 'an object { replicas, timeout }');
+  }
+  const { replicas, timeout, ...others } = value as Record<string, unknown>;
+  const other = Object.keys(others)[0];
+  if (other !== undefined) {
+    throw new LockOptionsError(`minReplicas.${other}`, others[other], "no field but 'replicas' and 'timeout'");
+  }
+  if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 1) {
+    throw new LockOptionsError('minReplicas.replicas', replicas, 'an integer from 1: how many replicas must acknowledge each grant');
+  }
+  if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1 || timeout >= ttl) {
+    throw new LockOptionsError(
+      'minReplicas.timeout',
+      timeout,
+      `an integer number of milliseconds from 1 (WAIT 0 would block forever) and below the ttl (${ttl})`,
+    );
+  }
+  if (!onRedis) {
+    throw new LockOptionsError('minReplicas', value, "'redis' or 'nodes' as well: the in-process store has no replicas");
+  }
+  return { replicas, timeout };
 }
 
 function checkConnection(option: string, value: unknown, clusterAllowed: boolean): void {
@@ -180,7 +202,7 @@ function checkConnection(option: string, value: unknown, clusterAllowed: boolean
     }
     return;
   }
-  if (isRedisClient(value)) {
+  if (isLendableClient(value)) {
     if (!clusterAllowed && isClusterClient(value)) {
       throw new LockOptionsError(option, value, 'an independent master: a Cluster is not a Redlock node');
     }
@@ -196,9 +218,10 @@ function checkConnection(option: string, value: unknown, clusterAllowed: boolean
     throw new LockOptionsError(
       option,
       value,
-      'a Redis URL, ioredis options with host/port, path or sentinels, or an ioredis Redis' +
+      'a Redis URL, ioredis options with host/port, path or sentinels, or a client: ioredis or iovalkey Redis' +
         (clusterAllowed ? ' or Cluster' : '') +
-        ' instance',
+        ', node-redis createClient()' +
+        (clusterAllowed ? ' or createCluster()' : ''),
     );
   }
   if (options.port !== undefined && !(Number.isInteger(options.port) && Number(options.port) > 0 && Number(options.port) < 65536)) {

@@ -7,7 +7,7 @@ import { RedlockLockStore } from './redlock/redlock-lock.store';
 
 /** Chooses the store from the validated options: Redlock over `nodes`, one Redis, or in-process. */
 export function createLockStore(options: ResolvedLockOptions): LockStore {
-  const timing = { driftFactor: options.driftFactor, commandTimeout: options.commandTimeout };
+  const timing = { driftFactor: options.driftFactor, commandTimeout: options.commandTimeout, minReplicas: options.minReplicas };
   if (options.redis !== undefined) return new RedisLockStore(options.redis, timing);
   if (options.nodes !== undefined) return new RedlockLockStore(options.nodes, timing);
   new Logger('LockModule').warn(

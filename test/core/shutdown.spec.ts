@@ -1,6 +1,6 @@
-import Redis from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockModuleOptions } from '../../lib';
+import { CLIENT_FAMILIES, type LentClient } from '../support/client-families';
 import { createLockApp, trackLockApps, uniqueKey } from '../support/lock-app';
 import type { RedisProcess } from '../support/redis-server';
 import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
@@ -32,9 +32,10 @@ describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('
   afterAll(() => store?.teardown());
   const apps = trackLockApps();
 
-  /** The store's options with ioredis clients the test owns, lent to the module. */
-  function borrowedOptions(clients: Redis[]): LockModuleOptions {
-    return name === 'redis' ? { redis: clients[0] } : { nodes: clients };
+  /** The store's options with clients the test owns, lent to the module (one Redis: `redis`, else `nodes`). */
+  function borrowedOptions(clients: LentClient[]): LockModuleOptions {
+    const lent = clients.map((client) => client.client);
+    return (store.options().redis !== undefined ? { redis: lent[0] } : { nodes: lent }) as LockModuleOptions;
   }
 
   it('app.close() releases held locks: another module sees the keys free right after', async () => {
@@ -89,10 +90,11 @@ describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('
     expect(await settleConnections(store.servers, baseline)).toEqual(baseline);
   });
 
-  it('a borrowed ioredis client is not closed on shutdown, but what the module opened itself is', async () => {
-    const clients = store.servers.map((server) => new Redis(server.url));
+  it(`a borrowed ${fixture.clientFamily ?? 'ioredis'} client is not closed on shutdown, but what the module opened itself is`, async () => {
+    // The row's client family (ioredis on rows that connect by URL).
+    const family = CLIENT_FAMILIES[fixture.clientFamily ?? 'ioredis'];
+    const clients = await Promise.all(store.servers.map((server) => family.client(server.url)));
     try {
-      await Promise.all(clients.map((client) => client.ping()));
       const baseline = await Promise.all(store.servers.map(connectionCount));
       const app = await createLockApp({ ...borrowedOptions(clients) });
       const key = uniqueKey('borrowed');
@@ -106,7 +108,7 @@ describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('
 
       await app.close();
       for (const client of clients) {
-        expect(client.status).toBe('ready');
+        expect(client.isOpen()).toBe(true);
         expect(await client.ping()).toBe('PONG');
       }
       // Only the borrowed clients (part of the baseline) are left: the module closed what it opened itself.
@@ -114,7 +116,7 @@ describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('
       // The held lock was released through the borrowed client before the module let go of it.
       expect(await (await apps.start(store.options())).locks.isLocked(key)).toBe(false);
     } finally {
-      await Promise.all(clients.map((client) => client.quit()));
+      await Promise.all(clients.map((client) => client.close()));
     }
   });
 });

@@ -14,6 +14,11 @@ export interface LentClient {
   readonly client: object;
   /** Whether the client is still connected and usable (after the module closed, it must be). */
   isOpen(): boolean;
+  /**
+   * Whether the client was closed (quit or disconnected), as opposed to reconnecting after a server was
+   * killed: only its owner — the test — may close it.
+   */
+  wasClosed(): boolean;
   /** PING through this client. */
   ping(): Promise<string>;
   close(): Promise<void>;
@@ -43,6 +48,7 @@ function ioredisLike(client: IoredisLike): LentClient {
   return {
     client,
     isOpen: () => client.status === 'ready',
+    wasClosed: () => client.status === 'end',
     ping: () => client.ping(),
     close: async () => {
       client.disconnect();
@@ -70,6 +76,8 @@ async function nodeRedisReady(client: NodeRedisLike, ping: () => Promise<string>
   return {
     client,
     isOpen: () => client.isOpen,
+    // node-redis stays open while it reconnects; only a quit or disconnect closes it.
+    wasClosed: () => !client.isOpen,
     ping,
     close: async () => {
       if (client.isOpen) await client.disconnect();

@@ -2,9 +2,11 @@ import type { Logger } from '@nestjs/common';
 import type { LockClient, RedisArgument, ReplicatedReply } from './lock-client';
 import type { LockScript } from './lock-script';
 import { isClusterClient } from './client-shape';
-import { quitOrDisconnect } from './quit';
 
 type MessageListener = (message: string, channel: string) => void;
+
+/** How long close() lets replies to commands already sent arrive before dropping the connection. */
+const QUIET_TIMEOUT_MS = 1_000;
 
 /** What both a node-redis client and a cluster (v4 and v5) offer, and the adapter uses. */
 interface NodeRedisCommon {
@@ -15,9 +17,6 @@ interface NodeRedisCommon {
   subscribe(channel: string, listener: MessageListener): Promise<void>;
   unsubscribe(channel: string): Promise<void>;
   on(event: string, listener: (...args: never[]) => void): unknown;
-  /** v5: graceful close; v4 has quit() instead. */
-  close?(): Promise<unknown>;
-  quit?(): Promise<unknown>;
   /** v5: immediate close; v4 has disconnect() instead. */
   destroy?(): unknown;
   disconnect?(): Promise<unknown>;
@@ -58,6 +57,9 @@ export class NodeRedisLockClient implements LockClient {
   private messageHandler: ((channel: string, message: string) => void) | undefined;
   private readonly listener: MessageListener = (message, channel) => this.messageHandler?.(channel, message);
   private closing: Promise<void> | undefined;
+  /** Commands sent and not answered yet, and who waits for there to be none (close()). */
+  private inFlight = 0;
+  private idle: (() => void) | undefined;
 
   constructor(
     private readonly connection: NodeRedisConnection,
@@ -118,12 +120,12 @@ export class NodeRedisLockClient implements LockClient {
 
   async subscribe(channel: string): Promise<void> {
     await this.open();
-    await this.connection.subscribe(channel, this.listener);
+    await this.track(this.connection.subscribe(channel, this.listener));
   }
 
   async unsubscribe(channel: string): Promise<void> {
     if (!this.connection.isOpen) return;
-    await this.connection.unsubscribe(channel);
+    await this.track(this.connection.unsubscribe(channel));
   }
 
   duplicate(options: { readonly subscriber?: boolean } = {}): NodeRedisLockClient {
@@ -136,26 +138,48 @@ export class NodeRedisLockClient implements LockClient {
     return this.closing;
   }
 
+  /**
+   * Lets the replies of commands already sent arrive (1 s at most), then drops the connection. Not QUIT
+   * (v4) or close() (v5): once either has begun, node-redis refuses to destroy the socket, so a server that
+   * stopped answering would keep it open, and deliver stale replies into it when it wakes up.
+   */
   private async shutDown(): Promise<void> {
     const connection = this.connection;
-    if (!connection.isOpen) return;
-    const drop = (): unknown => (connection.destroy ? connection.destroy() : connection.disconnect?.());
-    // Still connecting (or reconnecting): a QUIT would wait in the queue for a server that may never answer.
-    if ((connection as { isReady?: boolean }).isReady === false) {
-      await quitOrDisconnect(async () => drop(), () => undefined);
-      return;
+    if (this.inFlight > 0) {
+      await new Promise<void>((resolve) => {
+        this.idle = resolve;
+        setTimeout(resolve, QUIET_TIMEOUT_MS).unref();
+      });
     }
-    await quitOrDisconnect(
-      () => (connection.close ? connection.close() : (connection.quit as () => Promise<unknown>).call(connection)),
-      drop,
-    );
+    if (!connection.isOpen) return;
+    try {
+      if (connection.destroy) connection.destroy();
+      else await connection.disconnect?.();
+    } catch {
+      // Closed meanwhile.
+    }
   }
 
   private send(firstKey: string | undefined, args: string[]): Promise<unknown> {
-    if (this.isCluster) return this.sendToCluster(firstKey, args);
-    // A client queues commands sent while it connects: no need to wait for the connection here.
-    if (!this.connecting) void this.open();
-    return (this.connection as NodeRedisClient).sendCommand(args);
+    let reply: Promise<unknown>;
+    if (this.isCluster) {
+      reply = this.sendToCluster(firstKey, args);
+    } else {
+      // A client queues commands sent while it connects: no need to wait for the connection here.
+      if (!this.connecting) void this.open();
+      reply = (this.connection as NodeRedisClient).sendCommand(args);
+    }
+    return this.track(reply);
+  }
+
+  /** Counts `reply` in flight until it settles (close() lets such replies arrive first). */
+  private track<T>(reply: Promise<T>): Promise<T> {
+    this.inFlight++;
+    const settled = (): void => {
+      if (--this.inFlight === 0) this.idle?.();
+    };
+    reply.then(settled, settled);
+    return reply;
   }
 
   private async sendToCluster(firstKey: string | undefined, args: string[]): Promise<unknown> {

@@ -1,29 +1,18 @@
 import { Logger } from '@nestjs/common';
-import Redis, { type Cluster, type RedisOptions } from 'ioredis';
 import { InvalidLockKeyError } from '../../errors';
+import type { MinReplicas, RedisConnection, RedlockNode } from '../../lock-options.interface';
+import { type LockClient, type LockScript, type RedisArgument, createLockClient, lockScript } from '../clients';
 import type { LockKeyNames } from '../lock-store.interface';
 import { withTimeout } from '../shared/with-timeout';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, RAISE_FENCES_SCRIPT, RELEASE_SCRIPT, UNDO_SCRIPT } from './lock-scripts';
+import { ReplicasNotAcknowledgedError } from './replicas-not-acknowledged.error';
 
-/** The methods defineCommand adds to a client; namespaced so they cannot clash with a user's own. */
-interface LockScriptClient {
-  nestLockAcquire(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
-  nestLockExtend(numKeys: number, ...args: (string | number)[]): Promise<number>;
-  nestLockRelease(numKeys: number, ...args: (string | number)[]): Promise<number>;
-  nestLockRaiseFences(numKeys: number, ...args: (string | number)[]): Promise<number | number[]>;
-  nestLockUndo(numKeys: number, ...args: string[]): Promise<number>;
-}
-
-/** The scripts each client gets, by the command name defineCommand gives them. */
-const SCRIPTS: Readonly<Record<keyof LockScriptClient, string>> = {
-  nestLockAcquire: ACQUIRE_SCRIPT,
-  nestLockExtend: EXTEND_SCRIPT,
-  nestLockRelease: RELEASE_SCRIPT,
-  nestLockRaiseFences: RAISE_FENCES_SCRIPT,
-  nestLockUndo: UNDO_SCRIPT,
-};
-
-type Client = Redis | Cluster;
+/** The scripts, with their SHA; the names are what ioredis registers them as (namespaced, see LockScript). */
+const ACQUIRE = lockScript('nestLockAcquire', ACQUIRE_SCRIPT);
+const EXTEND = lockScript('nestLockExtend', EXTEND_SCRIPT);
+const RELEASE = lockScript('nestLockRelease', RELEASE_SCRIPT);
+const RAISE_FENCES = lockScript('nestLockRaiseFences', RAISE_FENCES_SCRIPT);
+const UNDO = lockScript('nestLockUndo', UNDO_SCRIPT);
 
 /** One node's answer to an acquire attempt. */
 export type NodeAcquireReply =
@@ -36,52 +25,50 @@ export type NodeAcquireReply =
     };
 
 /**
- * The lock scripts on one Redis connection (a standalone server, a Sentinel-managed master or a Cluster).
- * The connection is either owned (made here from a URL or options, closed in close()) or borrowed (a client
- * the user passed in: it gets the scripts defined on it and is never closed). Release announcements are
- * received on a subscriber connection of its own, made on first use and always closed here.
+ * The lock scripts on one Redis deployment (a standalone server, a Sentinel-managed master or a Cluster),
+ * through a LockClient of the module's own: made from a URL or options, or duplicated from a client the
+ * user lent (which is never used for a command, nor closed). Release announcements arrive on a subscriber
+ * connection duplicated from it on first use. close() closes both.
+ *
  * Every command is bounded by a timeout; connection failures reject with the driver's error, which the
  * stores turn into LockUnavailableError; foreign data at a lock's keys is an InvalidLockKeyError.
+ *
+ * With `minReplicas`, every script that writes a lease (acquire, extend, the fence write-back) is followed
+ * by `WAIT replicas timeout` in the same round trip, and the write counts only when enough replicas
+ * acknowledged it: a grant they did not is released again, and a ReplicasNotAcknowledgedError rejects.
  */
 export class RedisLockNode {
   private readonly logger = new Logger('LockStore');
-  private readonly client: Client;
-  private readonly owned: boolean;
-  private subscriber: Client | undefined;
+  private readonly client: LockClient;
+  private subscriber: LockClient | undefined;
   private messageHandler: ((channel: string, token: string) => void) | undefined;
-  private corked = false;
-  private corkedCommands = 0;
-  /** Set by close(): nothing is sent or opened afterwards (a borrowed client stays usable to its owner). */
+  /** Set by close(): nothing is sent or opened afterwards (a lent client stays usable to its owner). */
   private closed = false;
 
-  constructor(connection: string | RedisOptions | Client, readonly label: string) {
-    if (typeof connection === 'string' || !isClient(connection)) {
-      this.client = createOwnedClient(connection);
-      this.owned = true;
-      this.client.on('error', (error: Error) => this.logger.warn(`Redis ${label}: ${error.message}`));
-    } else {
-      this.client = connection;
-      this.owned = false;
-    }
-    // A borrowed client may already carry them (another store or node on the same client).
-    const client = this.client as Client & Partial<LockScriptClient>;
-    for (const [name, lua] of Object.entries(SCRIPTS) as [keyof LockScriptClient, string][]) {
-      if (!client[name]) this.client.defineCommand(name, { lua });
-    }
+  constructor(
+    connection: RedisConnection | RedlockNode,
+    readonly label: string,
+    private readonly minReplicas?: MinReplicas,
+  ) {
+    this.client = createLockClient(connection, label, this.logger);
   }
 
   get isCluster(): boolean {
-    return (this.client as { isCluster?: boolean }).isCluster === true;
+    return this.client.isCluster;
   }
 
   async acquire(keys: readonly LockKeyNames[], token: string, ttl: number, timeoutMs: number): Promise<NodeAcquireReply> {
-    const args: (string | number)[] = [];
-    for (const key of keys) args.push(key.lockKey);
-    for (const key of keys) args.push(key.fenceKey);
-    args.push(token, ttl);
-    const reply = await withTimeout(this.scripts().nestLockAcquire(keys.length * 2, ...args), timeoutMs).catch(
-      (error: unknown) => this.rethrow(error, keys),
-    );
+    const names: string[] = [];
+    for (const key of keys) names.push(key.lockKey);
+    for (const key of keys) names.push(key.fenceKey);
+    let reply: number[];
+    try {
+      reply = (await this.write(ACQUIRE, names, [token, ttl], timeoutMs, keys, (answer) => Number((answer as number[])[0]) === 1, 'grant')) as number[];
+    } catch (error) {
+      // Granted, but on too few replicas to survive a failover: take it back before saying so.
+      if (error instanceof ReplicasNotAcknowledgedError) await this.undo(keys, token, timeoutMs).catch(() => undefined);
+      throw error;
+    }
     const status = Number(reply[0]);
     if (status === 1) return { acquired: true, fences: reply.slice(1).map(Number) };
     if (status === 0) return { acquired: false, retryAfter: Number(reply[1]), holder: String(reply[2] ?? '') };
@@ -94,35 +81,28 @@ export class RedisLockNode {
   }
 
   async extend(keys: readonly LockKeyNames[], token: string, ttl: number, timeoutMs: number): Promise<boolean> {
-    const args: (string | number)[] = keys.map((key) => key.lockKey);
-    args.push(token, ttl);
-    const reply = await withTimeout(this.scripts().nestLockExtend(keys.length, ...args), timeoutMs).catch(
-      (error: unknown) => this.rethrow(error, keys),
-    );
+    const names = keys.map((key) => key.lockKey);
+    // A renewal too few replicas saw does not count: the lease keeps the validity it had (and retries).
+    const reply = await this.write(EXTEND, names, [token, ttl], timeoutMs, keys, (answer) => Number(answer) === 1, 'renewal');
     return Number(reply) === 1;
   }
 
   /**
    * Returns how many of the keys still held `token` and were released: deleted, or with `holdFor` > 0
-   * left to expire in that many ms (minHold).
+   * left to expire in that many ms (minHold). No WAIT: a release that a failover loses only leaves a lease
+   * to expire on its own, which delays the next holder and never admits two.
    */
   async release(keys: readonly LockKeyNames[], token: string, timeoutMs: number, holdFor = 0): Promise<number> {
-    const args: (string | number)[] = keys.map((key) => key.lockKey);
-    args.push(token, Math.max(0, Math.ceil(holdFor)));
+    const names = keys.map((key) => key.lockKey);
+    const args: RedisArgument[] = [token, Math.max(0, Math.ceil(holdFor))];
     for (const key of keys) args.push(key.channel);
-    const reply = await withTimeout(this.scripts().nestLockRelease(keys.length, ...args), timeoutMs).catch(
-      (error: unknown) => this.rethrow(error, keys),
-    );
+    const reply = await this.run(RELEASE, names, args, timeoutMs, keys);
     return Number(reply);
   }
 
   /** Takes back an attempt that did not become a lock, silently (see UNDO_SCRIPT). */
   async undo(keys: readonly LockKeyNames[], token: string, timeoutMs: number): Promise<void> {
-    const args: string[] = keys.map((key) => key.lockKey);
-    args.push(token);
-    await withTimeout(this.scripts().nestLockUndo(keys.length, ...args), timeoutMs).catch((error: unknown) =>
-      this.rethrow(error, keys),
-    );
+    await this.run(UNDO, keys.map((key) => key.lockKey), [token], timeoutMs, keys);
   }
 
   /**
@@ -131,13 +111,10 @@ export class RedisLockNode {
    * that high); false when the node no longer holds the lock.
    */
   async raiseFences(keys: readonly LockKeyNames[], token: string, fences: readonly number[], timeoutMs: number): Promise<boolean> {
-    const args: (string | number)[] = [];
-    for (const key of keys) args.push(key.lockKey);
-    for (const key of keys) args.push(key.fenceKey);
-    args.push(token, ...fences);
-    const reply = await withTimeout(this.scripts().nestLockRaiseFences(keys.length * 2, ...args), timeoutMs).catch(
-      (error: unknown) => this.rethrow(error, keys),
-    );
+    const names: string[] = [];
+    for (const key of keys) names.push(key.lockKey);
+    for (const key of keys) names.push(key.fenceKey);
+    const reply = await this.write(RAISE_FENCES, names, [token, ...fences], timeoutMs, keys, (answer) => Number(answer) === 1, 'fence');
     if (Array.isArray(reply)) {
       const key = keys[Number(reply[1]) - 1];
       throw new InvalidLockKeyError(
@@ -172,26 +149,19 @@ export class RedisLockNode {
     await this.subscriber?.unsubscribe(channel);
   }
 
-  /** Closes the subscriber (always ours) and the client only when this node made it. */
+  /** Closes the connections this node opened (its lock connection and subscriber); a lent client stays open. */
   async close(): Promise<void> {
     this.closed = true;
-    const closing: Promise<unknown>[] = [];
-    if (this.subscriber) closing.push(quit(this.subscriber));
-    if (this.owned) closing.push(quit(this.client));
+    const subscriber = this.subscriber;
     this.subscriber = undefined;
-    await Promise.all(closing);
+    await Promise.all([subscriber?.close(), this.client.close()]);
   }
 
-  private subscriberConnection(): Client {
+  private subscriberConnection(): LockClient {
     this.refuseWhenClosed();
     if (!this.subscriber) {
-      // No ready check on the subscriber: ioredis sends INFO for it, which a connection already in subscriber
-      // mode (a second SUBSCRIBE queued while connecting) refuses, failing the pending subscriptions.
-      const subscriber = (
-        this.isCluster ? (this.client as Cluster).duplicate() : (this.client as Redis).duplicate({ enableReadyCheck: false })
-      ) as Client;
-      subscriber.on('error', (error: Error) => this.logger.warn(`Redis ${this.label} (subscriber): ${error.message}`));
-      subscriber.on('message', (channel: string, token: string) => this.messageHandler?.(channel, token));
+      const subscriber = this.client.duplicate({ subscriber: true });
+      subscriber.onMessage((channel, token) => this.messageHandler?.(channel, token));
       this.subscriber = subscriber;
     }
     return this.subscriber;
@@ -200,45 +170,47 @@ export class RedisLockNode {
   /**
    * After close() nothing may be sent or opened: a caller still in a wait loop at shutdown would otherwise
    * open a new subscriber connection that nobody closes (and that reconnects forever once Redis is gone),
-   * or keep attempting on a borrowed client that stays open.
+   * or keep attempting on a connection being closed.
    */
   private refuseWhenClosed(): void {
     if (this.closed) throw new StoreClosedError();
   }
 
-  private scripts(): LockScriptClient {
+  /** Runs a script, bounded by `timeoutMs`, its errors mapped by rethrow(). */
+  private run(
+    script: LockScript,
+    names: readonly string[],
+    args: readonly RedisArgument[],
+    timeoutMs: number,
+    keys: readonly LockKeyNames[],
+  ): Promise<unknown> {
     this.refuseWhenClosed();
-    this.coalesceWrites();
-    return this.client as unknown as LockScriptClient;
+    return withTimeout(this.client.runScript(script, names, args), timeoutMs).catch((error: unknown) => this.rethrow(error, keys));
   }
 
   /**
-   * Coalesces the commands of one tick into few socket writes, in place of ioredis auto-pipelining (which
-   * builds a Pipeline per batch, delays every command to a later tick, and keeps one batch in flight per
-   * connection; measured: half the throughput at 64 callers, and slower serial calls). The socket is
-   * corked at the first command of a tick and uncorked once the tick's callbacks and promise jobs have
-   * run, and flushed early every FLUSH_EVERY commands so Redis starts on a burst while the rest is built.
-   * Only on connections this node owns: a borrowed client's socket is left as its owner set it up.
+   * Runs a script that may write a lease. With minReplicas, WAIT follows it in the same round trip (its
+   * timeout on top of the command's), and a write (`wrote(reply)`) that fewer replicas acknowledged
+   * rejects with ReplicasNotAcknowledgedError.
    */
-  private coalesceWrites(): void {
-    if (!this.owned) return;
-    const stream = (this.client as unknown as { stream?: Partial<Corkable> }).stream;
-    if (typeof stream?.cork !== 'function' || typeof stream.uncork !== 'function') return;
-    if (this.corked) {
-      if (++this.corkedCommands >= FLUSH_EVERY) {
-        stream.uncork();
-        stream.cork();
-        this.corkedCommands = 0;
-      }
-      return;
-    }
-    stream.cork();
-    this.corked = true;
-    this.corkedCommands = 1;
-    process.nextTick(() => {
-      this.corked = false;
-      (stream as Corkable).uncork();
-    });
+  private async write(
+    script: LockScript,
+    names: readonly string[],
+    args: readonly RedisArgument[],
+    timeoutMs: number,
+    keys: readonly LockKeyNames[],
+    wrote: (reply: unknown) => boolean,
+    what: 'grant' | 'renewal' | 'fence',
+  ): Promise<unknown> {
+    const minReplicas = this.minReplicas;
+    if (!minReplicas) return this.run(script, names, args, timeoutMs, keys);
+    this.refuseWhenClosed();
+    const { reply, acks } = await withTimeout(
+      this.client.runScriptAndWait(script, names, args, minReplicas.replicas, minReplicas.timeout),
+      timeoutMs + minReplicas.timeout,
+    ).catch((error: unknown) => this.rethrow(error, keys));
+    if (wrote(reply) && acks < minReplicas.replicas) throw new ReplicasNotAcknowledgedError(what, acks, minReplicas);
+    return reply;
   }
 
   /** Foreign data or keys in different Cluster slots are the caller's mistake; anything else is the store's. */
@@ -263,39 +235,5 @@ export class StoreClosedError extends Error {
   constructor() {
     super('the lock store is closed (the application is shutting down)');
     this.name = 'StoreClosedError';
-  }
-}
-
-interface Corkable {
-  cork(): void;
-  uncork(): void;
-}
-
-/** Most commands one socket write carries when many are sent in one tick. */
-const FLUSH_EVERY = 32;
-
-function isClient(value: RedisOptions | Client): value is Client {
-  return typeof (value as Client).defineCommand === 'function';
-}
-
-function createOwnedClient(connection: string | RedisOptions): Redis {
-  // Writes are coalesced per tick by the node itself (see coalesceWrites); a small retry budget keeps a
-  // dead server from holding a caller far beyond the store's own command timeout. Connected on the first
-  // command, not when the module is built: an application whose bootstrap fails afterwards (a bad @Locked
-  // template, another module's onModuleInit) runs no shutdown hook, and would leave the connection open.
-  const ours: RedisOptions = { maxRetriesPerRequest: 2, lazyConnect: true };
-  return typeof connection === 'string' ? new Redis(connection, ours) : new Redis({ ...ours, ...connection });
-}
-
-async function quit(client: Client): Promise<void> {
-  // Never connected (lazyConnect): QUIT would open a connection just to close it.
-  if (client.status === 'wait') {
-    client.disconnect();
-    return;
-  }
-  try {
-    await withTimeout(client.quit(), 1_000);
-  } catch {
-    client.disconnect();
   }
 }

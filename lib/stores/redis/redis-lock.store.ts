@@ -1,14 +1,17 @@
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { LockError, LockUnavailableError } from '../../errors';
+import type { MinReplicas, RedisConnection } from '../../lock-options.interface';
 import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockStore, ReleaseWatch } from '../lock-store.interface';
 import { clockDrift, commandTimeoutFor } from '../shared/timing';
 import { ReleaseHub } from '../shared/release-hub';
 import { RedisLockNode, StoreClosedError } from './redis-lock-node';
+import { ReplicasNotAcknowledgedError } from './replicas-not-acknowledged.error';
 
 export interface RedisLockStoreOptions {
   readonly driftFactor: number;
   /** Fixed per-command timeout; by default derived from each call's ttl. */
   readonly commandTimeout?: number;
+  /** Grants and renewals count only once this many replicas acknowledged them (see RedisLockNode). */
+  readonly minReplicas?: MinReplicas;
 }
 
 /**
@@ -22,10 +25,10 @@ export class RedisLockStore implements LockStore {
   private readonly hub: ReleaseHub;
 
   constructor(
-    connection: string | RedisOptions | Redis | Cluster,
+    connection: RedisConnection,
     private readonly options: RedisLockStoreOptions,
   ) {
-    this.node = new RedisLockNode(connection, 'redis');
+    this.node = new RedisLockNode(connection, 'redis', options.minReplicas);
     this.hub = new ReleaseHub({
       subscribe: (channel) =>
         this.node.subscribe(channel, this.timeout(undefined)).catch((error: unknown) => {
@@ -137,8 +140,9 @@ export class RedisLockStore implements LockStore {
 
 /**
  * Whether an acquire that failed may have reached Redis: anything but this library's own verdicts (foreign
- * data at the key, a too-late answer already undone) and a store closed before sending.
+ * data at the key, a too-late answer already undone, a grant too few replicas acknowledged, undone by the
+ * node) and a store closed before sending.
  */
 function mayHaveRun(error: unknown): boolean {
-  return !(error instanceof LockError) && !(error instanceof StoreClosedError);
+  return !(error instanceof LockError) && !(error instanceof StoreClosedError) && !(error instanceof ReplicasNotAcknowledgedError);
 }

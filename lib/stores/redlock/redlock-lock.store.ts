@@ -1,5 +1,5 @@
-import type { Redis, RedisOptions } from 'ioredis';
 import { InvalidLockKeyError, LockUnavailableError } from '../../errors';
+import type { MinReplicas, RedlockNode } from '../../lock-options.interface';
 import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockStore, ReleaseWatch } from '../lock-store.interface';
 import { type NodeAcquireReply, RedisLockNode } from '../redis/redis-lock-node';
 import { ReleaseHub } from '../shared/release-hub';
@@ -11,6 +11,11 @@ export interface RedlockLockStoreOptions {
   readonly driftFactor: number;
   /** Fixed per-node command timeout; by default derived from each call's ttl (see commandTimeoutFor). */
   readonly commandTimeout?: number;
+  /**
+   * Per node: its grant (and renewal) counts toward the quorum only once this many of its replicas
+   * acknowledged it; a node whose replicas did not counts as failed (see RedisLockNode).
+   */
+  readonly minReplicas?: MinReplicas;
 }
 
 /** Mean delay before retrying a key whose nodes were split between contending attempts. */
@@ -43,11 +48,11 @@ export class RedlockLockStore implements LockStore {
   private readonly hub: ReleaseHub;
 
   constructor(
-    connections: readonly (string | RedisOptions | Redis)[],
+    connections: readonly RedlockNode[],
     private readonly options: RedlockLockStoreOptions,
   ) {
     if (connections.length === 0) throw new RangeError('Redlock needs at least one node');
-    this.nodes = connections.map((connection, index) => new RedisLockNode(connection, `nodes[${index}]`));
+    this.nodes = connections.map((connection, index) => new RedisLockNode(connection, `nodes[${index}]`, options.minReplicas));
     this.quorum = quorumOf(this.nodes.length);
     this.hub = new ReleaseHub({
       subscribe: (channel) => this.subscribe(channel),

@@ -1,0 +1,21 @@
+import type { MinReplicas } from '../../lock-options.interface';
+
+/**
+ * A write of a lease that fewer replicas acknowledged than minReplicas asks for, within its timeout: a
+ * failover now could lose it. Internal to the Redis stores, which report it as LockUnavailableError (this
+ * error as its cause): a grant was undone first, a renewal does not count.
+ */
+export class ReplicasNotAcknowledgedError extends Error {
+  constructor(
+    readonly write: 'grant' | 'renewal' | 'fence',
+    readonly acknowledged: number,
+    readonly minReplicas: MinReplicas,
+  ) {
+    super(
+      `only ${acknowledged} of ${minReplicas.replicas} replica${minReplicas.replicas === 1 ? '' : 's'} ` +
+        `acknowledged the ${write === 'fence' ? 'fence write-back' : write} within ${minReplicas.timeout} ms (minReplicas)` +
+        (write === 'grant' ? '; the grant was undone' : write === 'renewal' ? '; the renewal does not count' : ''),
+    );
+    this.name = 'ReplicasNotAcknowledgedError';
+  }
+}

@@ -1,0 +1,121 @@
+import Valkey, { Cluster as ValkeyCluster } from 'iovalkey';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createClient, createCluster } from 'redis';
+import { createClient as createClientV4, createCluster as createClusterV4 } from 'redis-v4';
+import { LockModule, type LockModuleOptions } from '../../lib';
+import { CLIENT_FAMILIES, CLIENT_FAMILY_NAMES, type LentClient } from '../support/client-families';
+import { eventually } from '../support/eventually';
+import { createLockApp, trackLockApps, uniqueKey } from '../support/lock-app';
+import { type RedisProcess, startRedisServers } from '../support/redis-server';
+
+/** How many connections a server has now (this probe's own included). */
+async function connections(server: RedisProcess): Promise<number> {
+  return String(await server.command('CLIENT', 'LIST')).trim().split('\n').length;
+}
+
+/**
+ * A client of each family lent to LockModule (`redis`, and as Redlock `nodes`): the module works through a
+ * connection of its own duplicated from it (plus a subscriber), closes exactly those at shutdown, and
+ * leaves the lent client open.
+ */
+describe('LockModule with a lent client of each family', () => {
+  let servers: RedisProcess[];
+  beforeAll(async () => {
+    servers = await startRedisServers(3);
+  });
+  afterAll(async () => {
+    await Promise.all(servers.map((server) => server.stop()));
+  });
+  const apps = trackLockApps();
+
+  describe.each(CLIENT_FAMILY_NAMES.map((name) => [name]))('%s', (name) => {
+    let lent: LentClient;
+    beforeAll(async () => {
+      lent = await CLIENT_FAMILIES[name].client(servers[0].url);
+    });
+    afterAll(() => lent?.close());
+
+    it('locks, wakes a waiter of another module, and opens exactly one lock connection and one subscriber per module', async () => {
+      const baseline = await connections(servers[0]);
+      const holder = await apps.start({ redis: lent.client as LockModuleOptions['redis'] });
+      const waiter = await apps.start({ redis: lent.client as LockModuleOptions['redis'] });
+      // Nothing is opened before the first lock (connected on first use).
+      expect(await connections(servers[0])).toBe(baseline);
+
+      const key = uniqueKey(name);
+      const held = await holder.locks.acquire(key);
+      const waiting = waiter.locks.acquire(key, { wait: 5_000 });
+      await sleep(100);
+      const releasedAt = performance.now();
+      await held.release();
+      const next = await waiting;
+      expect(performance.now() - releasedAt).toBeLessThan(2_000);
+      expect(next.fence).toBeGreaterThan(held.fence);
+      // holder: its lock connection; waiter: its lock connection and its subscriber.
+      expect(await connections(servers[0])).toBe(baseline + 3);
+
+      await next.release();
+      await holder.close();
+      await waiter.close();
+      await eventually(async () => (await connections(servers[0])) === baseline, 2_000, 'the module connections closed');
+      expect(lent.isOpen()).toBe(true);
+      expect(await lent.ping()).toBe('PONG');
+    });
+
+    it('app.close() releases a held lock and leaves the lent client open', async () => {
+      const app = await createLockApp({ redis: lent.client as LockModuleOptions['redis'], ttl: 30_000 });
+      const key = uniqueKey(name);
+      await app.locks.acquire(key);
+      await app.close();
+      expect(lent.isOpen()).toBe(true);
+      expect(await lent.ping()).toBe('PONG');
+      expect(await servers[0].command('EXISTS', `lock:{${key}}`)).toBe(0);
+    });
+  });
+
+  it('Redlock over nodes lent by three different families', async () => {
+    const lentNodes = await Promise.all([
+      CLIENT_FAMILIES['node-redis5'].client(servers[0].url),
+      CLIENT_FAMILIES['node-redis4'].client(servers[1].url),
+      CLIENT_FAMILIES.iovalkey.client(servers[2].url),
+    ]);
+    try {
+      const app = await createLockApp({ nodes: lentNodes.map((node) => node.client) as LockModuleOptions['nodes'], ttl: 2_000 });
+      const key = uniqueKey('mixed');
+      const lock = await app.locks.acquire(key, { wait: 0 });
+      await eventually(
+        async () => (await Promise.all(servers.map((server) => server.command('EXISTS', `lock:{${key}}`)))).every((n) => n === 1),
+        1_000,
+        'held on all three nodes',
+      );
+      await sleep(2_500);
+      expect(lock.signal.aborted).toBe(false);
+      expect(await lock.release()).toBe(true);
+      await app.close();
+      for (const node of lentNodes) {
+        expect(node.isOpen()).toBe(true);
+        expect(await node.ping()).toBe('PONG');
+      }
+    } finally {
+      await Promise.all(lentNodes.map((node) => node.close()));
+    }
+  });
+
+  it('the module options accept each library’s client and cluster types as they are (no cast)', () => {
+    // Compile-time: these calls type-check. Nothing connects (the clients are never used).
+    const options: LockModuleOptions[] = [
+      { redis: createClient() },
+      { redis: createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] }) },
+      { redis: createClientV4() },
+      { redis: createClusterV4({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] }) },
+      { redis: new Valkey({ lazyConnect: true }) },
+      { redis: new ValkeyCluster([], { lazyConnect: true }) },
+      { nodes: [createClient(), createClientV4(), new Valkey({ lazyConnect: true })] },
+    ];
+    for (const option of options) expect(() => LockModule.forRoot(option)).not.toThrow();
+    // Only the iovalkey clients hold resources before connecting; node-redis ones were never connected.
+    for (const option of options) {
+      for (const client of [option.redis, ...(option.nodes ?? [])]) if (client instanceof Valkey || client instanceof ValkeyCluster) client.disconnect();
+    }
+  });
+});

@@ -1,0 +1,81 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LockNotAcquiredError, type LockModuleOptions, LockUnavailableError } from '../../lib';
+import { commandTimeoutFor } from '../../lib/stores/shared/timing';
+import { rejectionOf } from '../core/helpers/timing';
+import { CLIENT_FAMILIES, CLIENT_FAMILY_NAMES, type LentClient } from '../support/client-families';
+import { trackLockApps, uniqueKey } from '../support/lock-app';
+import { type RedisProcess, startRedisServers } from '../support/redis-server';
+
+const TTL_MS = 2_000;
+/** The per-node command timeout the store derives from this ttl. */
+const NODE_TIMEOUT_MS = commandTimeoutFor(TTL_MS);
+
+/**
+ * The Redlock behaviours of test/redlock again, over nodes lent as clients of each family (3 real servers
+ * per family): a paused minority is not waited for, a lost majority is "unavailable" (never "busy"), and
+ * releases wake waiters through each family's pub/sub.
+ */
+describe.each(CLIENT_FAMILY_NAMES.map((name) => [name]))('Redlock over 3 nodes lent as %s clients', (name) => {
+  let servers: RedisProcess[];
+  let lent: LentClient[][];
+  beforeAll(async () => {
+    servers = await startRedisServers(3);
+    // Two modules, each over clients of its own (as two processes would be).
+    lent = await Promise.all([0, 1].map(() => Promise.all(servers.map((server) => CLIENT_FAMILIES[name].client(server.url)))));
+  });
+  afterEach(() => servers.forEach((server) => server.resume()));
+  afterAll(async () => {
+    await Promise.all(lent.flat().map((client) => client.close()));
+    await Promise.all(servers.map((server) => server.stop()));
+  });
+  const apps = trackLockApps();
+  const nodes = (app: number): LockModuleOptions['nodes'] => lent[app].map((client) => client.client) as LockModuleOptions['nodes'];
+
+  it('1 of 3 paused: granted without waiting for it; busy for the other; a release wakes the waiter', async () => {
+    const holder = await apps.start({ nodes: nodes(0), ttl: TTL_MS });
+    const other = await apps.start({ nodes: nodes(1), ttl: TTL_MS });
+    await (await holder.locks.acquire(uniqueKey('warm-up'))).release();
+    await (await other.locks.acquire(uniqueKey('warm-up'))).release();
+    servers[1].pause();
+
+    const key = uniqueKey('paused');
+    const startedAt = performance.now();
+    const lock = await holder.locks.acquire(key, { wait: 0 });
+    expect(performance.now() - startedAt).toBeLessThan(NODE_TIMEOUT_MS);
+    expect(await rejectionOf(other.locks.acquire(key, { wait: 200 }))).toBeInstanceOf(LockNotAcquiredError);
+
+    const waiting = other.locks.acquire(key, { wait: 5_000 });
+    await sleep(100);
+    const releasedAt = performance.now();
+    expect(await lock.release()).toBe(true);
+    const next = await waiting;
+    expect(performance.now() - releasedAt).toBeLessThan(TTL_MS / 2);
+    expect(next.fence).toBeGreaterThan(lock.fence);
+    await next.release();
+  });
+
+  it('2 of 3 paused: LockUnavailableError within about one node timeout, never "busy"', async () => {
+    const { locks } = await apps.start({ nodes: nodes(0), ttl: TTL_MS });
+    await (await locks.acquire(uniqueKey('warm-up'))).release();
+    servers[0].pause();
+    servers[2].pause();
+    const startedAt = performance.now();
+    expect(await rejectionOf(locks.tryAcquire(uniqueKey('no-quorum')))).toBeInstanceOf(LockUnavailableError);
+    expect(performance.now() - startedAt).toBeLessThan(NODE_TIMEOUT_MS + 1_000);
+  });
+
+  it('a held lock is renewed on every node past its ttl, and the lent clients stay open after app.close()', async () => {
+    const app = await apps.start({ nodes: nodes(0), ttl: 400 });
+    const key = uniqueKey('renewed');
+    const lock = await app.locks.acquire(key);
+    await sleep(1_000);
+    expect(lock.signal.aborted).toBe(false);
+    for (const server of servers) expect(await server.command('GET', `lock:{${key}}`)).toBe(lock.token);
+    await app.close();
+    for (const server of servers) expect(await server.command('EXISTS', `lock:{${key}}`)).toBe(0);
+    for (const client of lent[0]) {
+      expect(client.isOpen()).toBe(true);
+      expect(await client.ping()).toBe('PONG');
+    }
+  });
+});
