@@ -11,5 +11,18 @@ export { LockErrorFilter } from './lock-error.filter';
 export type { LockErrorCode, LockErrorPayload } from './lock-transport-errors';
 export type { LockedKey, LockKeyFunction } from './keys/key-template';
 export { normalizeKeys } from './keys/lock-key.validator';
-export type { LockStore, LockKeyNames, AcquireRequest, AcquireOutcome, ReleaseWatch } from './stores/lock-store.interface';
+export type { LockStore, LockKeyNames, AcquireRequest, AcquireOutcome, ReleaseWatch, LockState } from './stores/lock-store.interface';
 export * from './fencing';
+export type {
+  LockEvent,
+  LockEventType,
+  LockAcquiredEvent,
+  LockReleasedEvent,
+  LockBusyEvent,
+  LockLostEvent,
+  LockUnavailableEvent,
+  LockInfo,
+  LockHolder,
+} from './observability';
+export { LOCK_ATTRIBUTES, LOCK_INSTRUMENTATION_SCOPE, LOCK_METRICS, LOCK_WAIT_SPAN } from './observability';
+export * from './health';

@@ -58,6 +58,11 @@ export interface AcquireOptions {
   minHold?: number;
   /** A context that already holds the keys gets them again at once. */
   reentrant?: boolean;
+  /**
+   * Names this call's locks in metrics and events (`lock.name`), e.g. 'report' for `report:${id}`: a few
+   * values, never the rendered key. A @Locked method's default is its key template.
+   */
+  label?: string;
   /** Cancels waiting: the call rejects with the signal's reason. */
   signal?: AbortSignal;
 }
@@ -90,6 +95,11 @@ export interface LockModuleOptions {
   /** Reentrant acquisition inside a context that holds the key. Default true. */
   reentrant?: boolean;
   /**
+   * This process's name in lock ownership (`inspect`), logs and events: recorded with each lease.
+   * Default `<hostname>:<pid>`; a pod or host name an operator recognises is best.
+   */
+  instance?: string;
+  /**
    * Replication safety on Sentinel or Cluster (or a master with replicas): a grant or renewal counts only
    * once `replicas` replicas acknowledged it within `timeout` ms (README, "Replication"). Off by default.
    */
@@ -114,5 +124,6 @@ export interface ResolvedLockOptions {
   readonly driftFactor: number;
   readonly reentrant: boolean;
   readonly commandTimeout?: number;
+  readonly instance: string;
   readonly minReplicas?: MinReplicas;
 }

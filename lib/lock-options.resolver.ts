@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { LockOptionsError } from './errors';
 import { MIN_TTL_MS } from './lock.constants';
 import { isClusterClient, isLendableClient } from './stores/clients/client-shape';
@@ -35,6 +36,7 @@ const KNOWN_OPTIONS: ReadonlySet<string> = new Set<keyof LockModuleOptions>([
   'driftFactor',
   'reentrant',
   'commandTimeout',
+  'instance',
   'minReplicas',
 ]);
 
@@ -89,6 +91,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     driftFactor,
     reentrant: flag('reentrant', given.reentrant ?? LOCK_DEFAULTS.reentrant),
     commandTimeout,
+    instance: instanceName(given.instance),
     minReplicas,
   };
 }
@@ -101,6 +104,7 @@ export interface CallSettings {
   readonly maxHold: number;
   readonly minHold: number;
   readonly reentrant: boolean;
+  readonly label?: string;
   readonly signal?: AbortSignal;
 }
 
@@ -121,6 +125,7 @@ export function resolveCallSettings(module: ResolvedLockOptions, call: AcquireOp
     maxHold: call.maxHold === undefined ? module.maxHold : leaseLength('maxHold', call.maxHold, true),
     minHold: call.minHold === undefined ? module.minHold : holdTime('minHold', call.minHold),
     reentrant: call.reentrant === undefined ? module.reentrant : flag('reentrant', call.reentrant),
+    label: call.label === undefined ? undefined : name('label', call.label, LABEL_MAX_LENGTH),
     signal,
   };
 }
@@ -157,6 +162,24 @@ function nonNegative(option: string, value: unknown): number {
 function holdTime(option: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
     throw new LockOptionsError(option, value, 'a finite number of milliseconds from 0 (off)');
+  }
+  return value;
+}
+
+/** Longest `instance` and `label`: names for people and dashboards, not data. */
+const INSTANCE_MAX_LENGTH = 256;
+const LABEL_MAX_LENGTH = 256;
+
+/** `<hostname>:<pid>` unless given: unique per process on a host, recognisable by an operator. */
+function instanceName(value: unknown): string {
+  return value === undefined ? `${hostname()}:${process.pid}` : name('instance', value, INSTANCE_MAX_LENGTH);
+}
+
+/** A non-empty printable string: it is shown in logs and metrics, and stored in Redis with each lease. */
+function name(option: string, value: unknown, maxLength: number): string {
+  // Control characters would garble log lines and metric labels.
+  if (typeof value !== 'string' || value.length === 0 || value.length > maxLength || /[\u0000-\u001f\u007f]/.test(value)) {
+    throw new LockOptionsError(option, value, `a non-empty string of at most ${maxLength} printable characters`);
   }
   return value;
 }

@@ -10,6 +10,7 @@ import {
 } from './lock.module-definition';
 import type { LockModuleOptions } from './lock-options.interface';
 import { resolveLockOptions } from './lock-options.resolver';
+import { LockHealthIndicator } from './health/lock-health.indicator';
 import { LockErrorFilter } from './lock-error.filter';
 import { LockExplorer } from './lock.explorer';
 import { LockInterceptor } from './lock.interceptor';
@@ -39,8 +40,10 @@ import { createLockStore } from './stores/lock-store.factory';
     RetryAfterEstimator,
     // Provided for the application to register (APP_FILTER, useGlobalFilters): never applied by the module itself.
     LockErrorFilter,
+    // For @nestjs/terminus health checks; the library never loads Terminus itself (see the indicator).
+    LockHealthIndicator,
   ],
-  exports: [LockService, LockMetadataAccessor, LockInterceptor, LockErrorFilter, LOCK_OPTIONS],
+  exports: [LockService, LockMetadataAccessor, LockInterceptor, LockErrorFilter, LockHealthIndicator, LOCK_OPTIONS],
 })
 export class LockModule extends ConfigurableLockModule {
   static forRoot(options: typeof LOCK_MODULE_OPTIONS_TYPE = {}) {

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import type { Observable } from 'rxjs';
 import { InvalidLockKeyError, LockLostError, LockNotAcquiredError, LockOptionsError, LockUnavailableError } from './errors';
 import { LockKeyNamer, normalizeKeys } from './keys';
 import { HeldLock } from './lease/held-lock';
@@ -10,6 +11,11 @@ import type { Lock } from './lock.interface';
 import { LockContext } from './lock-context';
 import type { AcquireOptions, ResolvedLockOptions } from './lock-options.interface';
 import { resolveCallSettings, type CallSettings } from './lock-options.resolver';
+import { leaseValue, parseLeaseValue } from './observability/lease-owner';
+import type { LockEvent } from './observability/lock-event';
+import type { LockInfo } from './observability/lock-info';
+import { LockObserver } from './observability/lock-observer';
+import type { OtelSpan } from './observability/otel-api';
 import type { AcquireOutcome, LockKeyNames, LockStore, ReleaseWatch } from './stores/lock-store.interface';
 
 /** Every LockService of the process shares one view of which locks each async context holds. */
@@ -23,6 +29,12 @@ const MAX_SLEEP_MS = 2_147_483_647;
 
 type Granted = Extract<AcquireOutcome, { acquired: true }>;
 
+/** One acquisition call, for its observer: when it started, and its wait span once it had to wait. */
+interface Attempt {
+  readonly startedAt: number;
+  span: OtelSpan | undefined;
+}
+
 /**
  * Mutual exclusion on named keys, across processes when the store is Redis. See the README for the
  * guarantees; the public methods follow ../shared/API.md.
@@ -33,6 +45,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
   readonly scheduler = new RenewalScheduler();
   private readonly namer: LockKeyNamer;
   private readonly held = new Set<Lease>();
+  private readonly observer: LockObserver;
   private closed = false;
 
   constructor(
@@ -40,6 +53,15 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     @Inject(LOCK_STORE) readonly store: LockStore,
   ) {
     this.namer = new LockKeyNamer(options.keyPrefix);
+    this.observer = new LockObserver(options.instance, store.kind);
+  }
+
+  /**
+   * Every acquired, released, busy, lost and unavailable of this service: hot, never erroring, completed
+   * at shutdown. Nothing is built while nobody subscribes.
+   */
+  get events(): Observable<LockEvent> {
+    return this.observer.events;
   }
 
   /** Waits up to `wait` for the keys; LockNotAcquiredError when still busy, LockUnavailableError when unreachable. */
@@ -71,6 +93,40 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     return this.store.isLocked(this.namer.names(name));
   }
 
+  /** Who holds `key` (null when free): each holder's instance, remaining lease and fence; the token only for this service's own. */
+  async inspect(key: string): Promise<LockInfo | null> {
+    if (typeof key !== 'string') throw new InvalidLockKeyError(key, 'inspect takes one key, a string');
+    const [name] = normalizeKeys(key);
+    const state = await this.store.inspect(this.namer.names(name));
+    if (!state) return null;
+    const holders = state.holders.map(({ value, ttlLeft, fence }) => {
+      const { instance } = parseLeaseValue(value);
+      const own = this.leaseWith(value);
+      return own ? { instance, token: own.token, ttlLeft, fence } : { instance, ttlLeft, fence };
+    });
+    return { key: name, kind: state.kind, holders };
+  }
+
+  /**
+   * An operator's tool for a stuck lock: deletes every lease on `key` whoever holds it and announces the
+   * release (waiters wake). A holder in this service loses it at once (its signal aborts); one elsewhere at
+   * its next renewal. The next grant's fence is greater, so a fenced resource refuses the evicted holder.
+   * true when something was deleted.
+   */
+  async forceRelease(key: string): Promise<boolean> {
+    if (typeof key !== 'string') throw new InvalidLockKeyError(key, 'forceRelease takes one key, a string');
+    const [name] = normalizeKeys(key);
+    const evicted = await this.store.forceRelease(this.namer.names(name));
+    if (evicted.length === 0) return false;
+    const instances = [...new Set(evicted.map((value) => parseLeaseValue(value).instance))];
+    this.logger.warn(
+      `Force-released the lock on "${name}": evicted ${instances.join(', ')} (from ${this.options.instance}). ` +
+        'A holder elsewhere learns it at its next renewal; until then only a fenced resource refuses its writes',
+    );
+    for (const value of evicted) this.leaseWith(value)?.revoke(`it was force-released (forceRelease("${name}"))`);
+    return true;
+  }
+
   /** The innermost lock held by the calling async context, or undefined. */
   current(): Lock | undefined {
     return context.current();
@@ -99,6 +155,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
   /** LeaseHost: a lease ended (released or lost). */
   ended(lease: Lease): void {
     this.held.delete(lease);
+    this.observer.ended(lease.keys, lease.terms.label, lease.terms.grantedAt, lease.lostBecause);
   }
 
   /** Stops renewals, releases every lock still held, and closes what the store opened. */
@@ -116,6 +173,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
       await Promise.race([releases, sleep(SHUTDOWN_RELEASE_TIMEOUT_MS)]);
     }
     await this.store.close();
+    this.observer.complete();
   }
 
   private async obtain(key: unknown, options: AcquireOptions | undefined, once: boolean): Promise<HeldLock | null> {
@@ -139,27 +197,38 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     if (missing.length > 0) {
       const names = missing.map((name) => this.namer.names(name));
       const token = randomToken();
+      // The owner rides in the lease's value: named without another command, compared whole by the scripts.
+      const value = leaseValue(token, this.options.instance);
+      const attempt: Attempt = { startedAt: performance.now(), span: undefined };
       let granted: Granted | null;
       try {
-        granted = await this.grant(names, token, settings, keys, once);
+        granted = await this.grant(names, value, settings, keys, once, attempt);
       } catch (error) {
+        this.observer.notAcquired(keys, settings.label, attempt.startedAt, error, attempt.span, settings.signal);
         await this.unpin(borrowed);
         throw error;
       }
       if (!granted) {
+        this.observer.notAcquired(keys, settings.label, attempt.startedAt, null, attempt.span);
         await this.unpin(borrowed);
         return null;
       }
       if (this.closed || !borrowed.every((lease) => lease.isHeld)) {
         // Shutdown began, or a borrowed lease was lost, while this call waited: nothing may be handed out.
-        await this.store.release(names, token).catch(() => undefined);
+        await this.store.release(names, value).catch(() => undefined);
         await this.unpin(borrowed);
-        if (this.closed) throw new LockUnavailableError(keys, 'the application is shutting down');
-        throw new LockLostError(keys, 'a lock this context already held on some of the keys was lost meanwhile');
+        const error = this.closed
+          ? new LockUnavailableError(keys, 'the application is shutting down')
+          : new LockLostError(keys, 'a lock this context already held on some of the keys was lost meanwhile');
+        this.observer.notAcquired(keys, settings.label, attempt.startedAt, error, attempt.span);
+        throw error;
       }
       own = new Lease(this, {
         names,
         token,
+        value,
+        label: settings.label,
+        grantedAt: performance.now(),
         fences: granted.fences,
         validUntil: granted.validUntil,
         ttl: settings.ttl,
@@ -169,6 +238,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         minHoldUntil: performance.now() + settings.minHold,
       });
       this.held.add(own);
+      this.observer.acquired(missing, granted.fences, settings.label, attempt.startedAt, attempt.span);
     }
     return new HeldLock(keys, own ? [...borrowed, own] : borrowed, (lease) => this.letGo(lease));
   }
@@ -180,12 +250,13 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
    */
   private async grant(
     names: readonly LockKeyNames[],
-    token: string,
+    value: string,
     settings: CallSettings,
     keys: readonly string[],
     once: boolean,
+    attempt: Attempt,
   ): Promise<Granted | null> {
-    const startedAt = performance.now();
+    const startedAt = attempt.startedAt;
     const deadline = startedAt + (once ? 0 : settings.wait);
     const ttl = Math.min(settings.ttl, settings.maxHold);
     const signal = settings.signal;
@@ -194,6 +265,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     try {
       if (!once && this.store.hasWaiters(names)) {
         // No barging: callers of this process already wait for these keys, so queue behind them.
+        attempt.span = this.observer.waiting(settings.label, startedAt, keys.length);
         watch = await this.watchReleases(names, keys);
         await watch.next(Math.min(deadline - performance.now(), settings.ttl, MAX_SLEEP_MS), signal);
       }
@@ -203,10 +275,10 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         // never left attempting (a borrowed client stays open) nor subscribing after the store closed.
         if (this.closed) throw new LockUnavailableError(keys, 'the application is shutting down');
         const seenBefore = watch?.seen ?? 0;
-        const outcome = await this.store.acquire({ keys: names, token, ttl });
+        const outcome = await this.store.acquire({ keys: names, token: value, ttl });
         if (outcome.acquired) {
           if (signal?.aborted) {
-            await this.store.release(names, token).catch(() => undefined);
+            await this.store.release(names, value).catch(() => undefined);
             signal.throwIfAborted();
           }
           acquired = true;
@@ -219,6 +291,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         }
         if (!watch) {
           // Subscribe, then try again at once: a release between the attempt and the subscription was not seen.
+          attempt.span ??= this.observer.waiting(settings.label, startedAt, keys.length);
           watch = await this.watchReleases(names, keys);
           continue;
         }
@@ -244,6 +317,12 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         : error;
     }
     return watch;
+  }
+
+  /** This service's lease whose store value is `value`, if it still holds it. */
+  private leaseWith(value: string): Lease | undefined {
+    for (const lease of this.held) if (lease.terms.value === value) return lease;
+    return undefined;
   }
 
   private async unpin(leases: readonly Lease[]): Promise<void> {

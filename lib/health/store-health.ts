@@ -28,3 +28,8 @@ export interface StoreHealthSource {
   /** Probes the store; resolves (never rejects) with what it found. */
   health(): Promise<StoreHealth>;
 }
+
+/** A latency for people: to a tenth of a millisecond. */
+export function roundMs(ms: number): number {
+  return Math.round(ms * 10) / 10;
+}

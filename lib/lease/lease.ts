@@ -14,7 +14,14 @@ export interface LeaseHost {
 
 export interface LeaseTerms {
   readonly names: readonly LockKeyNames[];
+  /** Lock.token: the grant's random part. */
   readonly token: string;
+  /** What the store holds, `<token>|<instance>`: the value its compare scripts check (lease-owner.ts). */
+  readonly value: string;
+  /** The call's label, for metrics and events. */
+  readonly label?: string;
+  /** performance.now() time the grant was seen (hold times). */
+  readonly grantedAt: number;
   readonly fences: readonly number[];
   readonly validUntil: number;
   /** The lease length each renewal asks for. */
@@ -49,6 +56,7 @@ export class Lease implements ScheduledTask {
   private extensionApplied = 0;
   private controller: AbortController | undefined;
   private lostReason: LockLostError | undefined;
+  private lostWhy: string | undefined;
 
   constructor(
     private readonly host: LeaseHost,
@@ -62,6 +70,11 @@ export class Lease implements ScheduledTask {
 
   get token(): string {
     return this.terms.token;
+  }
+
+  /** Why it was lost, in words (events and metrics); undefined while held or once released. */
+  get lostBecause(): string | undefined {
+    return this.lostWhy;
   }
 
   /** The service that granted this lease: reentrancy never crosses services (stores). */
@@ -94,7 +107,7 @@ export class Lease implements ScheduledTask {
   async extend(ttl: number): Promise<void> {
     if (this.state !== 'held') throw this.lostReason ?? new LockLostError(this.keys, 'it was already released');
     const sequence = ++this.extensionsSent;
-    const validUntil = await this.host.store.extend({ keys: this.terms.names, token: this.terms.token, ttl });
+    const validUntil = await this.host.store.extend({ keys: this.terms.names, token: this.terms.value, ttl });
     if (validUntil === null) {
       const lost = this.lose('the lease had expired or was taken when extending');
       throw lost;
@@ -110,7 +123,7 @@ export class Lease implements ScheduledTask {
     // A lease believed lost may still sit in Redis (its renewal just came too late): delete it anyway.
     // Released before minHold: left in place, still under this token, to expire at grant + minHold.
     const holdFor = Math.ceil(this.terms.minHoldUntil - performance.now());
-    const released = await this.host.store.release(this.terms.names, this.terms.token, Math.max(0, holdFor));
+    const released = await this.host.store.release(this.terms.names, this.terms.value, Math.max(0, holdFor));
     return wasHeld && released;
   }
 
@@ -145,7 +158,7 @@ export class Lease implements ScheduledTask {
     const sequence = ++this.extensionsSent;
     let validUntil: number | null;
     try {
-      validUntil = ttl >= 1 ? await this.host.store.extend({ keys: this.terms.names, token: this.terms.token, ttl }) : this.validUntil;
+      validUntil = ttl >= 1 ? await this.host.store.extend({ keys: this.terms.names, token: this.terms.value, ttl }) : this.validUntil;
     } catch (error) {
       this.renewing = false;
       if (this.state !== 'held') return;
@@ -184,6 +197,7 @@ export class Lease implements ScheduledTask {
     const lost = new LockLostError(this.keys, reason);
     if (this.state !== 'held') return lost;
     this.lostReason = lost;
+    this.lostWhy = reason;
     this.stop('lost');
     this.controller?.abort(lost);
     return lost;

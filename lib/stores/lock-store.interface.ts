@@ -1,3 +1,5 @@
+import type { StoreHealth } from '../health/store-health';
+
 /**
  * The one seam between the lock engine and where leases live. LockService, @Locked, renewal, reentrancy
  * and waiting are written against this interface only; memory, one Redis and Redlock implement it.
@@ -36,6 +38,18 @@ export type AcquireOutcome =
       readonly retryAfter: number;
     };
 
+/** A held key, as the store sees it (inspect). */
+export interface LockState {
+  readonly kind: 'mutex' | 'semaphore' | 'read-write';
+  readonly holders: readonly {
+    /** The lease's stored value, `<token>|<instance>`. */
+    readonly value: string;
+    /** ms until it expires unless renewed. */
+    readonly ttlLeft: number;
+    readonly fence: number;
+  }[];
+}
+
 export interface LockStore {
   /** Human-readable kind for logs and health: 'memory', 'redis' or 'redlock'. */
   readonly kind: string;
@@ -59,6 +73,18 @@ export interface LockStore {
   hasWaiters(keys: readonly LockKeyNames[]): boolean;
   /** Resolves when the store answers; rejects with LockUnavailableError otherwise. */
   ping(): Promise<void>;
+  /**
+   * What holds `key` now (Redlock: what a quorum of nodes says), or null when free. Rejects with
+   * LockUnavailableError when the store (a quorum) does not answer.
+   */
+  inspect(key: LockKeyNames): Promise<LockState | null>;
+  /**
+   * Deletes every lease on `key` whoever holds it and announces the release on its channel; the fence
+   * counter is left alone. Resolves with the values evicted (none when the key was free).
+   */
+  forceRelease(key: LockKeyNames): Promise<string[]>;
+  /** Probes the store for the health indicator; never rejects (Redlock: each node's answer). */
+  health(): Promise<StoreHealth>;
   /** Closes what the store opened itself; borrowed clients are left open. */
   close(): Promise<void>;
 }

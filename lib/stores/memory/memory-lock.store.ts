@@ -1,9 +1,12 @@
 import { LockUnavailableError } from '../../errors';
-import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockStore, ReleaseWatch } from '../lock-store.interface';
+import type { StoreHealth } from '../../health/store-health';
+import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
 import { ReleaseHub } from '../shared/release-hub';
 
 interface Lease {
   readonly token: string;
+  /** The grant's fence, for inspect. */
+  readonly fence: number;
   expiresAt: number;
 }
 
@@ -35,8 +38,9 @@ export class MemoryLockStore implements LockStore {
       if (lease) return { acquired: false, retryAfter: Math.ceil(lease.expiresAt - now) };
     }
     const fences = request.keys.map((key) => {
-      this.leases.set(key.lockKey, { token: request.token, expiresAt: now + request.ttl });
-      return ++this.fenceCounter;
+      const fence = ++this.fenceCounter;
+      this.leases.set(key.lockKey, { token: request.token, fence, expiresAt: now + request.ttl });
+      return fence;
     });
     return { acquired: true, fences, validUntil: now + request.ttl };
   }
@@ -80,6 +84,25 @@ export class MemoryLockStore implements LockStore {
 
   async ping(): Promise<void> {
     return undefined;
+  }
+
+  async inspect(key: LockKeyNames): Promise<LockState | null> {
+    const now = performance.now();
+    const lease = this.live(key.lockKey, now);
+    if (!lease) return null;
+    return { kind: 'mutex', holders: [{ value: lease.token, ttlLeft: Math.ceil(lease.expiresAt - now), fence: lease.fence }] };
+  }
+
+  async forceRelease(key: LockKeyNames): Promise<string[]> {
+    const lease = this.live(key.lockKey, performance.now());
+    if (!lease) return [];
+    this.leases.delete(key.lockKey);
+    this.hub.announce(key.channel, lease.token);
+    return [lease.token];
+  }
+
+  async health(): Promise<StoreHealth> {
+    return this.closed ? { up: false, message: 'the lock store is closed' } : { up: true };
   }
 
   async close(): Promise<void> {

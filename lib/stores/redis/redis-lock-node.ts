@@ -5,6 +5,7 @@ import { type LockClient, type LockScript, type RedisArgument, createLockClient,
 import type { LockKeyNames } from '../lock-store.interface';
 import { withTimeout } from '../shared/with-timeout';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, RAISE_FENCES_SCRIPT, RELEASE_SCRIPT, UNDO_SCRIPT } from './lock-scripts';
+import { FORCE_RELEASE_SCRIPT, INSPECT_SCRIPT } from './operator-scripts';
 import { ReplicasNotAcknowledgedError } from './replicas-not-acknowledged.error';
 
 /** The scripts, with their SHA; the names are what ioredis registers them as (namespaced, see LockScript). */
@@ -13,6 +14,18 @@ const EXTEND = lockScript('nestLockExtend', EXTEND_SCRIPT);
 const RELEASE = lockScript('nestLockRelease', RELEASE_SCRIPT);
 const RAISE_FENCES = lockScript('nestLockRaiseFences', RAISE_FENCES_SCRIPT);
 const UNDO = lockScript('nestLockUndo', UNDO_SCRIPT);
+const INSPECT = lockScript('nestLockInspect', INSPECT_SCRIPT);
+const FORCE_RELEASE = lockScript('nestLockForceRelease', FORCE_RELEASE_SCRIPT);
+
+/** What one node holds at a lock's key (inspect). */
+export interface NodeLockState {
+  /** The lease's value, `<token>|<instance>`. */
+  readonly value: string;
+  /** PTTL: ms until it expires. */
+  readonly ttlLeft: number;
+  /** The key's fence counter on this node. */
+  readonly fence: number;
+}
 
 /** One node's answer to an acquire attempt. */
 export type NodeAcquireReply =
@@ -123,6 +136,19 @@ export class RedisLockNode {
       );
     }
     return Number(reply) === 1;
+  }
+
+  /** The lease at `key` on this node, or null when there is none (see INSPECT_SCRIPT). */
+  async inspect(key: LockKeyNames, timeoutMs: number): Promise<NodeLockState | null> {
+    const reply = (await this.run(INSPECT, [key.lockKey, key.fenceKey], [], timeoutMs, [key])) as unknown[];
+    if (Number(reply[0]) !== 1) return null;
+    return { value: String(reply[1]), ttlLeft: Number(reply[2]), fence: Number(reply[3]) };
+  }
+
+  /** Deletes the lease at `key` whoever holds it, announcing the release: the value evicted, or null. */
+  async forceRelease(key: LockKeyNames, timeoutMs: number): Promise<string | null> {
+    const reply = await this.run(FORCE_RELEASE, [key.lockKey], [key.channel], timeoutMs, [key]);
+    return typeof reply === 'string' ? reply : null;
   }
 
   async exists(key: LockKeyNames, timeoutMs: number): Promise<boolean> {

@@ -1,6 +1,7 @@
 import { LockError, LockUnavailableError } from '../../errors';
 import type { MinReplicas, RedisConnection } from '../../lock-options.interface';
-import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockStore, ReleaseWatch } from '../lock-store.interface';
+import { roundMs, type StoreHealth } from '../../health/store-health';
+import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
 import { clockDrift, commandTimeoutFor } from '../shared/timing';
 import { ReleaseHub } from '../shared/release-hub';
 import { RedisLockNode, StoreClosedError } from './redis-lock-node';
@@ -115,6 +116,34 @@ export class RedisLockStore implements LockStore {
       await this.node.ping(this.timeout(undefined));
     } catch (error) {
       throw this.unavailable(error, [], 'ping');
+    }
+  }
+
+  async inspect(key: LockKeyNames): Promise<LockState | null> {
+    try {
+      const state = await this.node.inspect(key, this.timeout(undefined));
+      return state && { kind: 'mutex', holders: [state] };
+    } catch (error) {
+      throw this.unavailable(error, [key], 'inspect');
+    }
+  }
+
+  async forceRelease(key: LockKeyNames): Promise<string[]> {
+    try {
+      const evicted = await this.node.forceRelease(key, this.timeout(undefined));
+      return evicted === null ? [] : [evicted];
+    } catch (error) {
+      throw this.unavailable(error, [key], 'forceRelease');
+    }
+  }
+
+  async health(): Promise<StoreHealth> {
+    const startedAt = performance.now();
+    try {
+      await this.node.ping(this.timeout(undefined));
+      return { up: true, latencyMs: roundMs(performance.now() - startedAt) };
+    } catch (error) {
+      return { up: false, message: this.unavailable(error, [], 'ping').message };
     }
   }
 

@@ -1,6 +1,7 @@
 import { InvalidLockKeyError, LockUnavailableError } from '../../errors';
 import type { MinReplicas, RedlockNode } from '../../lock-options.interface';
-import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockStore, ReleaseWatch } from '../lock-store.interface';
+import { type NodeHealth, roundMs, type StoreHealth } from '../../health/store-health';
+import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
 import { type NodeAcquireReply, RedisLockNode } from '../redis/redis-lock-node';
 import { ReleaseHub } from '../shared/release-hub';
 import { clockDrift, commandTimeoutFor } from '../shared/timing';
@@ -203,9 +204,82 @@ export class RedlockLockStore implements LockStore {
     if (verdict !== 'for') throw this.unavailable([], 'ping', this.tooFewNodes(round.answersSoFar()), round.answersSoFar());
   }
 
+  /**
+   * What a quorum says: every node is asked, and a lease is reported when a quorum of nodes hold the same
+   * value. Its ttlLeft is how long a quorum will still hold it (the quorum-th longest PTTL), its fence the
+   * largest counter on those nodes (the grant's fence, written back to a quorum when they differed).
+   */
+  async inspect(key: LockKeyNames): Promise<LockState | null> {
+    const timeout = this.timeout(undefined);
+    const answers = await this.everyNode((node) => node.inspect(key, timeout));
+    if (answers.filter((answer) => answer.ok).length < this.quorum) {
+      throw this.unavailable([key], 'inspect', this.tooFewNodes(answers), answers);
+    }
+    const byValue = new Map<string, { ttlLeft: number; fence: number }[]>();
+    for (const answer of answers) {
+      if (!answer.ok || !answer.value) continue;
+      const states = byValue.get(answer.value.value) ?? [];
+      states.push(answer.value);
+      byValue.set(answer.value.value, states);
+    }
+    const holders: { value: string; ttlLeft: number; fence: number }[] = [];
+    for (const [value, states] of byValue) {
+      if (states.length < this.quorum) continue;
+      const ttls = states.map((state) => state.ttlLeft).sort((a, b) => b - a);
+      holders.push({ value, ttlLeft: ttls[this.quorum - 1], fence: Math.max(...states.map((state) => state.fence)) });
+    }
+    return holders.length > 0 ? { kind: 'mutex', holders } : null;
+  }
+
+  /**
+   * Deletes the lease on every node that answers, whoever holds it (each node announces its part). Fewer
+   * than a quorum answering is a LockUnavailableError: the lock might still be held on a quorum.
+   */
+  async forceRelease(key: LockKeyNames): Promise<string[]> {
+    const timeout = this.timeout(undefined);
+    const answers = await this.everyNode((node) => node.forceRelease(key, timeout));
+    if (answers.filter((answer) => answer.ok).length < this.quorum) {
+      throw this.unavailable([key], 'forceRelease', `${this.tooFewNodes(answers)}; those that answered deleted their part`, answers);
+    }
+    const evicted = new Set<string>();
+    for (const answer of answers) if (answer.ok && answer.value !== null) evicted.add(answer.value);
+    return [...evicted];
+  }
+
+  /** Up while a quorum of nodes answers PING, with each node's answer (all nodes are waited for, each bounded). */
+  async health(): Promise<StoreHealth> {
+    const timeout = this.timeout(undefined);
+    const nodes = await Promise.all(
+      this.nodes.map(async (node): Promise<NodeHealth> => {
+        const startedAt = performance.now();
+        try {
+          await node.ping(timeout);
+          return { node: node.label, status: 'up', latencyMs: roundMs(performance.now() - startedAt) };
+        } catch (error) {
+          return { node: node.label, status: 'down', message: errorMessage(error) };
+        }
+      }),
+    );
+    const up = nodes.filter((node) => node.status === 'up').length;
+    if (up >= this.quorum) return { up: true, quorum: this.quorum, nodes };
+    return {
+      up: false,
+      quorum: this.quorum,
+      nodes,
+      message: `only ${up} of ${this.nodes.length} Redlock nodes answered, a quorum is ${this.quorum}`,
+    };
+  }
+
   async close(): Promise<void> {
     this.hub.clear();
     await Promise.all(this.nodes.map((node) => node.close()));
+  }
+
+  /** Sends to every node and waits for all answers (each node command is bounded by its timeout). */
+  private async everyNode<T>(send: (node: RedisLockNode) => Promise<T>): Promise<readonly NodeAnswer<T>[]> {
+    const round = new QuorumRound(this.nodes.length, (index) => send(this.nodes[index]));
+    await round.decide((_answers, pending) => (pending === 0 ? true : undefined));
+    return round.answersSoFar();
   }
 
   /** Acquire votes: a refusal is a busy key (or foreign data at it); see verdict(). */
