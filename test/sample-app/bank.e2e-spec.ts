@@ -34,7 +34,7 @@ describe('sample app (bank) on Redis', () => {
 
   it('GET /health answers 200 and names the store', async () => {
     const response = await client.get('/health').expect(200);
-    expect(response.body).toEqual({ status: 'ok', store: 'redis' });
+    expect(response.body).toMatchObject({ status: 'ok', info: { locks: { status: 'up', store: 'redis' } } });
   });
 
   it('a deposit opens the account, adds up, and is stored in a Redis hash', async () => {

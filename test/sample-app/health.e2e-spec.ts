@@ -19,13 +19,13 @@ describe('sample app: GET /health', () => {
 
   it('is 200 while Redis answers, 503 (naming the store) once it is down, 200 again when it is back', async () => {
     const client = bankClient(app);
-    expect((await client.get('/health').expect(200)).body).toEqual({ status: 'ok', store: 'redis' });
+    expect((await client.get('/health').expect(200)).body).toMatchObject({ status: 'ok', info: { locks: { status: 'up', store: 'redis' } } });
 
     redis.pause();
     try {
       const down = await client.get('/health').timeout(10_000).expect(503);
-      expect(down.body).toMatchObject({ status: 'unavailable', store: 'redis' });
-      expect(down.body.message).toMatch(/unavailable/i);
+      expect(down.body).toMatchObject({ status: 'error', error: { locks: { status: 'down', store: 'redis' } } });
+      expect(down.body.error.locks.message).toEqual(expect.any(String));
     } finally {
       redis.resume();
     }

@@ -1,32 +1,22 @@
-import { Controller, Get, Inject, ServiceUnavailableException } from '@nestjs/common';
-import { LockService } from '../../../lib';
-import { BACKEND, type Backend } from '../config/backend';
+import { Controller, Get } from '@nestjs/common';
+import { HealthCheck, HealthCheckService } from '@nestjs/terminus';
+import { LockHealthIndicator } from '../../../lib';
 
-export interface Health {
-  readonly status: 'ok';
-  /** Where the locks live: 'redis', 'redlock' or 'memory'. */
-  readonly store: Backend['kind'];
-}
-
+/**
+ * Terminus health check of the lock store (the library's LockHealthIndicator): 200 with
+ * `{ status: 'ok', info: { locks: { status: 'up', store, … } } }` while it answers, 503 with the same shape
+ * under `error` once it does not (Redlock: while a quorum of nodes answers, with each node's answer).
+ */
 @Controller('health')
 export class HealthController {
   constructor(
-    private readonly lockService: LockService,
-    @Inject(BACKEND) private readonly backend: Backend,
+    private readonly health: HealthCheckService,
+    private readonly locks: LockHealthIndicator,
   ) {}
 
-  /** 200 when the lock store answers a read (isLocked), 503 when it does not (LockUnavailableError). */
   @Get()
-  async check(): Promise<Health> {
-    try {
-      await this.lockService.isLocked('health:probe');
-    } catch (error) {
-      throw new ServiceUnavailableException({
-        status: 'unavailable',
-        store: this.backend.kind,
-        message: (error as Error).message,
-      });
-    }
-    return { status: 'ok', store: this.backend.kind };
+  @HealthCheck()
+  check() {
+    return this.health.check([() => this.locks.isHealthy('locks')]);
   }
 }
