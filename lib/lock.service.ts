@@ -172,8 +172,12 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
       const releases = Promise.allSettled(leases.map((lease) => lease.release()));
       await Promise.race([releases, sleep(SHUTDOWN_RELEASE_TIMEOUT_MS)]);
     }
-    await this.store.close();
-    this.observer.complete();
+    try {
+      await this.store.close();
+    } finally {
+      // Subscribers (a log shipper, a test awaiting the end) complete even when closing the store failed.
+      this.observer.complete();
+    }
   }
 
   private async obtain(key: unknown, options: AcquireOptions | undefined, once: boolean): Promise<HeldLock | null> {
