@@ -164,7 +164,7 @@ describe('engine defects, one Redis', () => {
       expect((error as Error).message).toMatch(/at least 10.*drift/);
     }
     await expect(apps.start({ ttl: 3 })).rejects.toThrow(LockOptionsError);
-    const lock = await locks.acquire(uniqueKey('short-ttl'), { ttl: 50 });
+    const lock = await locks.acquire(uniqueKey('valid-ttl'), { ttl: 1_000 });
     await lock.release();
   });
 });

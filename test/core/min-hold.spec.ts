@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockOptionsError } from '../../lib';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
-import { StoreUnderTest, storeRows } from '../support/store-matrix';
+import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
 import { twoLockServices } from './helpers/contenders';
 import { rejectionOf } from './helpers/timing';
 
@@ -9,7 +9,8 @@ import { rejectionOf } from './helpers/timing';
  * minHold (ShedLock's lockAtLeastFor): a lock released sooner than minHold after its grant is left to
  * expire at grant + minHold instead of being deleted, so that late instances find it busy.
  */
-describe.each(storeRows())('minHold (%s store)', (_name, fixture) => {
+// Redlock over 3 nodes stands for Redlock: the hold-over runs the same script on every node that granted.
+describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('minHold (%s store)', (_name, fixture) => {
   let store: StoreUnderTest;
   beforeAll(async () => {
     store = await fixture.setup();
