@@ -17,9 +17,22 @@ interface Pending {
   readonly timeoutMs: number;
 }
 
+/** The longest delay setTimeout honours; Node fires a longer one after 1 ms (and warns). */
+const MAX_TIMER_DELAY_MS = 2_147_483_647;
+
 const buckets = new Map<number, Set<Pending>>();
 
+/** Arms the bucket's timer, in steps of the longest delay when its deadline is further away (a huge commandTimeout). */
+function armBucket(at: number): void {
+  setTimeout(expireBucket, Math.min(MAX_TIMER_DELAY_MS, Math.max(0, at - performance.now())), at).unref();
+}
+
 function expireBucket(at: number): void {
+  // A step short of a far deadline (the timer fires a little early too: only a whole bucket counts).
+  if (at - performance.now() > BUCKET_MS) {
+    armBucket(at);
+    return;
+  }
   const bucket = buckets.get(at);
   buckets.delete(at);
   if (bucket) for (const pending of bucket) pending.reject(new CommandTimeoutError(pending.timeoutMs));
@@ -37,7 +50,7 @@ export function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<
     if (!bucket) {
       bucket = new Set();
       buckets.set(at, bucket);
-      setTimeout(expireBucket, Math.max(0, at - performance.now()), at).unref();
+      armBucket(at);
     }
     const pending: Pending = { reject, timeoutMs };
     const own = bucket;
