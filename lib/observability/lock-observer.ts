@@ -4,7 +4,7 @@ import { LockNotAcquiredError, LockUnavailableError } from '../errors';
 import type { LockEvent } from './lock-event';
 import { LockEventStream } from './lock-event-stream';
 import { type AcquireOutcomeName, LockTelemetry } from './lock-telemetry';
-import { loadOptionalPeer } from './optional-peer';
+import { loadOptionalPeer, type OptionalPeer } from './optional-peer';
 import type { OtelApi, OtelSpan } from './otel-api';
 
 /** The package whose presence turns metrics and spans on. */
@@ -14,17 +14,31 @@ export const OTEL_API_PACKAGE = '@opentelemetry/api';
  * What LockService tells about its locks, told on to `events` subscribers and to OpenTelemetry. The
  * service calls it at each grant, release, loss and failed acquisition; this class decides what that costs:
  * an event is built only while someone subscribes, and metrics are recorded only when `@opentelemetry/api`
- * is installed (looked up once, on the first lock).
+ * is installed.
+ *
+ * The package is looked up here, when the service is created at bootstrap, not on the first lock: a
+ * synchronous require takes about 20 ms (more on a busy machine), a stall that would make commands of
+ * other callers in flight time out. The instruments are made on the first lock, so an SDK registered
+ * during bootstrap is the one recording.
  */
 export class LockObserver {
   private readonly stream = new LockEventStream();
-  /** undefined: not looked up yet; null: OpenTelemetry is not installed. */
+  private readonly otel: OptionalPeer<OtelApi>;
+  /** undefined: not made yet; null: OpenTelemetry is not installed. */
   private telemetryLookup: LockTelemetry | null | undefined;
 
   constructor(
     readonly instance: string,
     readonly store: string,
-  ) {}
+  ) {
+    this.otel = loadOptionalPeer<OtelApi>(OTEL_API_PACKAGE);
+    if (!toldOnce) {
+      toldOnce = true;
+      new Logger('LockService').debug(
+        this.otel.loaded ? 'OpenTelemetry API found: recording lock metrics and wait spans' : `Lock metrics off: ${this.otel.reason}`,
+      );
+    }
+  }
 
   get events(): Observable<LockEvent> {
     return this.stream.events;
@@ -105,14 +119,7 @@ export class LockObserver {
 
   private telemetry(): LockTelemetry | null {
     if (this.telemetryLookup === undefined) {
-      const api = loadOptionalPeer<OtelApi>(OTEL_API_PACKAGE);
-      this.telemetryLookup = api.loaded ? new LockTelemetry(api.module, this.store) : null;
-      if (!toldOnce) {
-        toldOnce = true;
-        new Logger('LockService').debug(
-          api.loaded ? 'OpenTelemetry API found: recording lock metrics and wait spans' : `Lock metrics off: ${api.reason}`,
-        );
-      }
+      this.telemetryLookup = this.otel.loaded ? new LockTelemetry(this.otel.module, this.store) : null;
     }
     return this.telemetryLookup;
   }

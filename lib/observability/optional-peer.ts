@@ -9,7 +9,7 @@ const cache = new Map<string, OptionalPeer<unknown>>();
 let requireFromHere: NodeRequire | undefined;
 
 /**
- * Loads an optional peer dependency (`@opentelemetry/api`) on first use, and only then: a package the
+ * Loads an optional peer dependency (`@opentelemetry/api`) when first asked for, and only then: a package the
  * application did not install is "not loaded" with a reason, never an error, so the feature that needs it
  * is simply off. Modelled on @nestjs/common's loadPackageSync, without its process.exit for a missing one.
  *
