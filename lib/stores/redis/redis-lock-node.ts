@@ -57,6 +57,8 @@ export class RedisLockNode {
   private messageHandler: ((channel: string, token: string) => void) | undefined;
   /** Set by close(): nothing is sent or opened afterwards (a lent client stays usable to its owner). */
   private closed = false;
+  /** Whether the last command on the lock connection failed (see `failing`). */
+  private lastFailed = false;
 
   constructor(
     connection: RedisConnection | RedlockNode,
@@ -68,6 +70,15 @@ export class RedisLockNode {
 
   get isCluster(): boolean {
     return this.client.isCluster;
+  }
+
+  /**
+   * Whether the last command on this node failed (as a rule: down, unreachable, timed out; our scripts
+   * answer foreign data with codes, not errors). A Redlock verdict taken before this node answered then
+   * presumes it down rather than merely slower than the others.
+   */
+  get failing(): boolean {
+    return this.lastFailed;
   }
 
   async acquire(keys: readonly LockKeyNames[], token: string, ttl: number, timeoutMs: number): Promise<NodeAcquireReply> {
@@ -153,13 +164,13 @@ export class RedisLockNode {
 
   async exists(key: LockKeyNames, timeoutMs: number): Promise<boolean> {
     this.refuseWhenClosed();
-    const count = await withTimeout(this.client.exists(key.lockKey), timeoutMs);
+    const count = await this.answered(withTimeout(this.client.exists(key.lockKey), timeoutMs));
     return count === 1;
   }
 
   async ping(timeoutMs: number): Promise<void> {
     this.refuseWhenClosed();
-    await withTimeout(this.client.ping(), timeoutMs);
+    await this.answered(withTimeout(this.client.ping(), timeoutMs));
   }
 
   /** Where release announcements go; set once by the store. */
@@ -211,7 +222,10 @@ export class RedisLockNode {
     keys: readonly LockKeyNames[],
   ): Promise<unknown> {
     this.refuseWhenClosed();
-    return withTimeout(this.client.runScript(script, names, args), timeoutMs).catch((error: unknown) => this.rethrow(error, keys));
+    return withTimeout(this.client.runScript(script, names, args), timeoutMs).then(
+      (reply) => this.succeeded(reply),
+      (error: unknown) => this.failed(error, keys),
+    );
   }
 
   /**
@@ -234,9 +248,34 @@ export class RedisLockNode {
     const { reply, acks } = await withTimeout(
       this.client.runScriptAndWait(script, names, args, minReplicas.replicas, minReplicas.timeout),
       timeoutMs + minReplicas.timeout,
-    ).catch((error: unknown) => this.rethrow(error, keys));
+    ).then(
+      (answer) => this.succeeded(answer),
+      (error: unknown) => this.failed(error, keys),
+    );
     if (wrote(reply) && acks < minReplicas.replicas) throw new ReplicasNotAcknowledgedError(what, acks, minReplicas);
     return reply;
+  }
+
+  /** Records whether `command` succeeded, for `failing`. */
+  private answered<T>(command: Promise<T>): Promise<T> {
+    return command.then(
+      (reply) => this.succeeded(reply),
+      (error: unknown) => {
+        this.lastFailed = true;
+        throw error;
+      },
+    );
+  }
+
+  private succeeded<T>(reply: T): T {
+    this.lastFailed = false;
+    return reply;
+  }
+
+  /** A script failed: recorded for `failing`, and mapped by rethrow(). */
+  private failed(error: unknown, keys: readonly LockKeyNames[]): never {
+    this.lastFailed = true;
+    return this.rethrow(error, keys);
   }
 
   /** Foreign data or keys in different Cluster slots are the caller's mistake; anything else is the store's. */

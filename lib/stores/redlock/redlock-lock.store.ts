@@ -47,6 +47,14 @@ export class RedlockLockStore implements LockStore {
   private readonly nodes: RedisLockNode[];
   private readonly quorum: number;
   private readonly hub: ReleaseHub;
+  /**
+   * Per lock key, this process's acquire attempt in flight on it, while nodes are down. An attempt then
+   * waits for the down nodes' answers (up to a node timeout) and keeps its partial grant meanwhile: other
+   * attempts of the process would split the live nodes against it and be undone in turn, round after
+   * round, so they go one at a time. Not while every node answers: an attempt is then decided in a round
+   * trip, and a hand-over's attempt must go out right behind the release, never wait for another's.
+   */
+  private readonly inFlight = new Map<string, Promise<void>>();
 
   constructor(
     connections: readonly RedlockNode[],
@@ -66,6 +74,42 @@ export class RedlockLockStore implements LockStore {
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
+    if (!this.nodes.some((node) => node.failing)) return this.attempt(request);
+    // Nodes are down: this process's attempts on a key go one at a time (see inFlight). Checked again after
+    // each wait, and marked at once after the last check, so that attempts resumed together by the end of
+    // the same one still go one by one.
+    for (let ahead = this.attemptsAhead(request.keys); ahead; ahead = this.attemptsAhead(request.keys)) await ahead;
+    const done = this.startAttempt(request.keys);
+    try {
+      return await this.attempt(request);
+    } finally {
+      done();
+    }
+  }
+
+  /** This process's attempts in flight on any of `keys` (made while nodes were down), or undefined. */
+  private attemptsAhead(keys: readonly LockKeyNames[]): Promise<unknown> | undefined {
+    let ahead: Promise<void>[] | undefined;
+    for (const key of keys) {
+      const attempt = this.inFlight.get(key.lockKey);
+      if (attempt) (ahead ??= []).push(attempt);
+    }
+    return ahead && Promise.all(ahead);
+  }
+
+  /** Marks an attempt on `keys` as in flight; the function returned ends it. */
+  private startAttempt(keys: readonly LockKeyNames[]): () => void {
+    let end!: () => void;
+    const attempt = new Promise<void>((resolve) => (end = resolve));
+    for (const key of keys) this.inFlight.set(key.lockKey, attempt);
+    return () => {
+      for (const key of keys) if (this.inFlight.get(key.lockKey) === attempt) this.inFlight.delete(key.lockKey);
+      end();
+    };
+  }
+
+  /** One attempt on every node (see acquire). */
+  private async attempt(request: AcquireRequest): Promise<AcquireOutcome> {
     const ttl = Math.max(1, Math.round(request.ttl));
     const timeout = this.timeout(ttl);
     const { keys, token } = request;
@@ -116,11 +160,30 @@ export class RedlockLockStore implements LockStore {
         holders.set(answer.value.holder, (holders.get(answer.value.holder) ?? 0) + 1);
       }
     }
-    if (Math.max(0, ...holders.values()) < this.quorum) {
-      // No grant holds a quorum: the key is contended by attempts that split the nodes between them and
-      // are being undone (or by leases about to expire). Nobody will announce a release: try again soon,
-      // at a random moment so that the contenders do not split the nodes again.
-      return { acquired: false, retryAfter: Math.ceil(CONTENDED_RETRY_MS * (0.5 + Math.random())) };
+    const most = Math.max(0, ...holders.values());
+    if (most < this.quorum) {
+      // No grant holds a quorum of the nodes that answered. Nodes that failed, and those not heard from yet
+      // whose last command failed too (presumed down, not merely slower: a busy verdict does not wait for
+      // them), may hold anything.
+      let unknown = failed;
+      this.nodes.forEach((node, index) => {
+        if (node.failing && !answers.some((answer) => answer.node === index)) unknown++;
+      });
+      if (most + unknown < this.quorum) {
+        // Nor could one with them: the key is contended by attempts that split the nodes between them and
+        // are being undone (or by leases about to expire). Nobody will announce a release: try again soon,
+        // at a random moment so that the contenders do not split the nodes again.
+        return { acquired: false, retryAfter: Math.ceil(CONTENDED_RETRY_MS * (0.5 + Math.random())) };
+      }
+      // A holder may hold a quorum with the nodes that are down (or had one: a holder left on fewer than a
+      // quorum of the live nodes cannot renew, and its leases run out at their PTTL), or it is another
+      // attempt, whose partial grant lasts until the down nodes' answers are in (one node timeout at most).
+      // Retrying every few ms would spin for as long as such leases last, and so many attempts would keep
+      // splitting the live nodes between them: look again after about one node timeout, or when the leases
+      // end if sooner (a release still wakes the waiters at once).
+      const leasesEnd = this.retryAfter(busy, failed);
+      const partialGrantsEnd = Math.ceil(timeout * (0.5 + Math.random()));
+      return { acquired: false, retryAfter: leasesEnd >= 0 ? Math.min(leasesEnd, partialGrantsEnd) : partialGrantsEnd };
     }
     return { acquired: false, retryAfter: this.retryAfter(busy, failed) };
   }
