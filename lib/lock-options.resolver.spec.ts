@@ -49,6 +49,10 @@ describe('resolveLockOptions', () => {
     ['minReplicas.timeout', { redis: 'redis://127.0.0.1:1', minReplicas: { replicas: 1 } }],
     ['minReplicas.replica', { redis: 'redis://127.0.0.1:1', minReplicas: { replica: 1, replicas: 1, timeout: 100 } }],
     ['nodes[0]', { nodes: [createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] })] }],
+    ['minHold', { maxHold: 60_000, minHold: 120_000 }],
+    ['minHold', { minHold: 1e300 }],
+    ['ttl', { ttl: 1e300 }],
+    ['maxHold', { maxHold: 2 ** 60 }],
   ])('rejects a bad %s with a LockOptionsError naming it', (option, options) => {
     let caught: unknown;
     try {
@@ -99,5 +103,14 @@ describe('resolveCallSettings', () => {
     expect(resolveCallSettings(module, { ttl: 50, wait: 0 })).toMatchObject({ ttl: 50, wait: 0, reentrant: true });
     expect(() => resolveCallSettings(module, { ttl: -1 })).toThrow(LockOptionsError);
     expect(() => resolveCallSettings(module, { signal: {} as AbortSignal })).toThrow(LockOptionsError);
+  });
+
+  it('holds minHold to maxHold on the merged settings: the call against the module and the other way round', () => {
+    const capped = resolveLockOptions({ maxHold: 60_000 });
+    expect(() => resolveCallSettings(capped, { minHold: 90_000 })).toThrow(/'minHold'.*at most maxHold \(60000 ms\)/);
+    expect(() => resolveCallSettings(resolveLockOptions({ minHold: 90_000 }), { maxHold: 30_000 })).toThrow(LockOptionsError);
+    expect(resolveCallSettings(capped, { minHold: 60_000 })).toMatchObject({ minHold: 60_000, maxHold: 60_000 });
+    // minHold beyond the ttl is fine: the lease is renewed (or, released early, left to expire at grant + minHold).
+    expect(resolveCallSettings(module, { ttl: 1_000, minHold: 50_000 })).toMatchObject({ ttl: 1_000, minHold: 50_000 });
   });
 });

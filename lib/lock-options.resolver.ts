@@ -86,8 +86,10 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     ttl,
     wait: nonNegative('wait', given.wait ?? LOCK_DEFAULTS.wait),
     autoExtend: flag('autoExtend', given.autoExtend ?? LOCK_DEFAULTS.autoExtend),
-    maxHold: leaseLength('maxHold', given.maxHold ?? LOCK_DEFAULTS.maxHold, true),
-    minHold: holdTime('minHold', given.minHold ?? LOCK_DEFAULTS.minHold),
+    ...holdBounds(
+      leaseLength('maxHold', given.maxHold ?? LOCK_DEFAULTS.maxHold, true),
+      holdTime('minHold', given.minHold ?? LOCK_DEFAULTS.minHold),
+    ),
     driftFactor,
     reentrant: flag('reentrant', given.reentrant ?? LOCK_DEFAULTS.reentrant),
     commandTimeout,
@@ -122,13 +124,33 @@ export function resolveCallSettings(module: ResolvedLockOptions, call: AcquireOp
     ttl: call.ttl === undefined ? module.ttl : leaseLength('ttl', call.ttl, false),
     wait: call.wait === undefined ? module.wait : nonNegative('wait', call.wait),
     autoExtend: call.autoExtend === undefined ? module.autoExtend : flag('autoExtend', call.autoExtend),
-    maxHold: call.maxHold === undefined ? module.maxHold : leaseLength('maxHold', call.maxHold, true),
-    minHold: call.minHold === undefined ? module.minHold : holdTime('minHold', call.minHold),
+    ...holdBounds(
+      call.maxHold === undefined ? module.maxHold : leaseLength('maxHold', call.maxHold, true),
+      call.minHold === undefined ? module.minHold : holdTime('minHold', call.minHold),
+    ),
     reentrant: call.reentrant === undefined ? module.reentrant : flag('reentrant', call.reentrant),
     label: call.label === undefined ? undefined : name('label', call.label, LABEL_MAX_LENGTH),
     signal,
   };
 }
+
+/**
+ * maxHold and minHold together: a lock is never held past maxHold, so a minHold beyond it could not be kept
+ * (ShedLock's rule too: lockAtLeastFor ≤ lockAtMostFor). Checked on the merged settings, so a call's minHold
+ * is held against the module's maxHold and the other way round.
+ */
+function holdBounds(maxHold: number, minHold: number): { maxHold: number; minHold: number } {
+  if (minHold > maxHold) {
+    throw new LockOptionsError('minHold', minHold, `at most maxHold (${maxHold} ms): a lock is never held longer than maxHold`);
+  }
+  return { maxHold, minHold };
+}
+
+/**
+ * The longest finite time in ms an option may give: Redis takes PX / PEXPIRE as a 64-bit integer, and a
+ * larger double would be written in exponent notation ("1e+300"), which Redis refuses.
+ */
+const LONGEST_MS = Number.MAX_SAFE_INTEGER;
 
 function positive(option: string, value: unknown, infinityAllowed: boolean): number {
   if (typeof value !== 'number' || !(value > 0) || (!infinityAllowed && !Number.isFinite(value))) {
@@ -139,11 +161,15 @@ function positive(option: string, value: unknown, infinityAllowed: boolean): num
 
 /** A lease length (ttl, maxHold): at least MIN_TTL_MS, or no lease could ever be granted on Redis. */
 export function leaseLength(option: string, value: unknown, infinityAllowed: boolean): number {
-  if (typeof value !== 'number' || !(value >= MIN_TTL_MS) || (!infinityAllowed && !Number.isFinite(value))) {
+  if (
+    typeof value !== 'number' ||
+    !(value >= MIN_TTL_MS) ||
+    (Number.isFinite(value) ? value > LONGEST_MS : !infinityAllowed)
+  ) {
     throw new LockOptionsError(
       option,
       value,
-      `a ${infinityAllowed ? '' : 'finite '}number of milliseconds, at least ${MIN_TTL_MS}: a lease is valid for ` +
+      `a ${infinityAllowed ? '' : 'finite '}number of milliseconds from ${MIN_TTL_MS} to ${LONGEST_MS}: a lease is valid for ` +
         'its length minus the clock-drift allowance (ttl × driftFactor + 2 ms) and a round trip, so a shorter one ' +
         'could never be granted on Redis',
     );
@@ -160,8 +186,8 @@ function nonNegative(option: string, value: unknown): number {
 
 /** A finite number of ms from 0 (off): a hold-over must end, or the key would stay locked for nobody. */
 function holdTime(option: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new LockOptionsError(option, value, 'a finite number of milliseconds from 0 (off)');
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > LONGEST_MS) {
+    throw new LockOptionsError(option, value, `a number of milliseconds from 0 (off) to ${LONGEST_MS}`);
   }
   return value;
 }
