@@ -1,3 +1,4 @@
+import { LockLostError } from '../errors/lock-lost.error';
 import { leaseLength } from '../lock-options.resolver';
 import type { Lock } from '../lock.interface';
 import type { Lease } from './lease';
@@ -57,6 +58,9 @@ export class HeldLock implements Lock {
     // Checked here: Redis would read a ttl below 1 ms as "expire now" (a silent release), NaN or Infinity
     // as a script error that says nothing of the caller's mistake, and a few ms leaves no validity.
     if (ttl !== undefined) leaseLength('ttl', ttl, false);
+    // A reentrant handle borrows its context's outer lease: once this handle is released, extending through
+    // it would renew a lease its caller no longer holds (and that the outer holder may be about to let go).
+    if (this.released) throw new LockLostError(this.keys, 'this handle was already released');
     await Promise.all(this.leases.map((lease) => lease.extend(ttl ?? lease.terms.ttl)));
   }
 

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Lock } from '../../lib';
+import { type Lock, LockLostError } from '../../lib';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { StoreUnderTest, storeRows } from '../support/store-matrix';
 import { twoLockServices } from './helpers/contenders';
@@ -54,6 +54,9 @@ describe.each(storeRows())('reentrancy and current() (%s store)', (_name, fixtur
       await inner.release();
       expect(await other.isLocked(key)).toBe(true);
       expect(await other.tryAcquire(key, { reentrant: false })).toBeNull();
+      // The released inner handle no longer holds anything: extending through it is refused (before: it
+      // renewed the outer lease), while the outer handle still extends.
+      await expect(inner.extend()).rejects.toBeInstanceOf(LockLostError);
       await expect(outer.extend()).resolves.toBeUndefined();
       expect(locks.current()).toBe(outer);
     });
