@@ -78,7 +78,7 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
       return await this.lockService.withLock(
         keys,
         (lock) => {
-          holdEnded = this.estimator.holdStarted(lock.keys, metadata);
+          holdEnded = this.estimator.holdStarted(lock.keys, metadata, metadata.acquireOptions.minHold ?? this.options.minHold);
           return invoke();
         },
         metadata.acquireOptions,

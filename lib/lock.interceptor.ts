@@ -83,7 +83,8 @@ export class LockInterceptor implements NestInterceptor {
             void this.lockService.releaseQuietly(lock);
             return;
           }
-          const holdEnded = this.dependencies().estimator.holdStarted(lock.keys, metadata);
+          const { estimator, options } = this.dependencies();
+          const holdEnded = estimator.holdStarted(lock.keys, metadata, metadata.acquireOptions.minHold ?? options.minHold);
           const release = () => {
             holdEnded();
             return this.lockService.releaseQuietly(lock);

@@ -51,6 +51,22 @@ describe('RetryAfterEstimator', () => {
     expect(estimator.estimate(['order:3'], LEASE_LEFT, otherSite)).toBe(LEASE_LEFT);
   });
 
+  it('minHold: a hold released sooner keeps the key until grant + minHold, and counts as that long', () => {
+    const ended = estimator.holdStarted(['job'], site, 5_000);
+    now += 10;
+    ended();
+    // Before: the 10 ms the method ran, while the key stayed busy for another 4.99 s.
+    expect(estimator.estimate(['job'], LEASE_LEFT)).toBe(5_000);
+    expect(estimator.estimate(['job:other'], LEASE_LEFT, site)).toBe(5_000);
+    // Redis' remaining time of the hold-over bounds it as for any lease.
+    expect(estimator.estimate(['job'], 4_990)).toBe(4_990);
+    // A hold longer than minHold counts as it was.
+    const longer = estimator.holdStarted(['slow'], otherSite, 100);
+    now += 700;
+    longer();
+    expect(estimator.estimate(['slow'], LEASE_LEFT)).toBe(700);
+  });
+
   it('only the last 8 holds count', () => {
     for (let i = 0; i < 8; i++) hold(['a'], 1_000);
     for (let i = 0; i < 8; i++) hold(['a'], 10);

@@ -44,9 +44,10 @@ export class RetryAfterEstimator {
   /**
    * A @Locked call was granted `keys`; returns the function that ends the hold (idempotent). Reentrant
    * holds of a key already held are counted, not timed: the key's hold runs from its first grant to its
-   * last release, and only an outermost call times its method.
+   * last release, and only an outermost call times its method. With `minHold`, a hold released sooner still
+   * keeps the key until grant + minHold (left to expire), so it counts as lasting minHold.
    */
-  holdStarted(keys: readonly string[], site: object): () => void {
+  holdStarted(keys: readonly string[], site: object, minHold = 0): () => void {
     const startedAt = performance.now();
     const outermost = keys.every((key) => !this.active.has(key));
     for (const key of keys) {
@@ -63,9 +64,9 @@ export class RetryAfterEstimator {
         const held = this.active.get(key);
         if (!held || --held.holds > 0) continue;
         this.active.delete(key);
-        this.rememberKey(key, now - held.since);
+        this.rememberKey(key, Math.max(now - held.since, minHold));
       }
-      if (outermost) remember(this.siteHolds, site, now - startedAt);
+      if (outermost) remember(this.siteHolds, site, Math.max(now - startedAt, minHold));
     };
   }
 
