@@ -14,7 +14,7 @@ describe('Redlock defects over 5 real nodes', () => {
   const apps = trackLockApps();
 
   it('3/4. undoing a partial grant announces nothing: no release message, no waiter woken for nothing', async () => {
-    const store = redlockStore(nodes.urls);
+    const store = redlockStore(nodes.option);
     const listener = new Redis(nodes.urls[4]);
     try {
       const lock = freshLock('undo-silent');
@@ -35,9 +35,9 @@ describe('Redlock defects over 5 real nodes', () => {
   });
 
   it('4. waiters do not spin while the holder holds a bare quorum (3 of 5 nodes)', async () => {
-    const holderSide = await apps.start({ nodes: [...nodes.urls] });
-    const waiterSide = await apps.start({ nodes: [...nodes.urls] });
-    const otherSide = await apps.start({ nodes: [...nodes.urls] });
+    const holderSide = await apps.start({ nodes: nodes.option });
+    const waiterSide = await apps.start({ nodes: nodes.option });
+    const otherSide = await apps.start({ nodes: nodes.option });
     const key = uniqueKey('bare-quorum');
     const held = await holderSide.locks.acquire(key, { ttl: 10_000 });
     // The README's "2 of 5 killed, lock renewed on the other 3", or a minority restarted empty.
@@ -71,7 +71,7 @@ describe('Redlock defects over 5 real nodes', () => {
   });
 
   it('6. hot key across two processes: each release is counted once by each process, not once per node', async () => {
-    const sides = await Promise.all([0, 1].map(() => apps.start({ nodes: [...nodes.urls] })));
+    const sides = await Promise.all([0, 1].map(() => apps.start({ nodes: nodes.option })));
     const key = uniqueKey('hot-two-processes');
     const warmUp = 100;
     const measured = 1_500;
@@ -94,14 +94,16 @@ describe('Redlock defects over 5 real nodes', () => {
     // A release reaches each process once per node (5 PUBLISH) and as a local hand-over. Before the fixes
     // the hub remembered one token, so interleaved releases were counted again and again (and undos were
     // announced as releases), each time sending waiters to attempt for nothing: 12.6 script calls on a node
-    // per acquisition; after: 4.3 (acquire and release, the other process's losing attempt and its undo).
+    // per acquisition; after: 3.9-4.3 over module-owned connections, 4.8-5.2 over lent node-redis clients
+    // (acquire and release, the other process's losing attempt and its undo). The bar sits between the two,
+    // with room for a loaded machine, where the two processes' attempts collide more often.
     console.log(`Redlock 5, 2 processes x 8 callers: ${perAcquisition.toFixed(2)} script calls on a node per acquisition`);
-    expect(perAcquisition).toBeLessThan(6);
+    expect(perAcquisition).toBeLessThan(8);
   });
 
   it('5. a busy verdict does not wait for paused minority nodes (tryAcquire, wait: 0, wait: 1500)', async () => {
-    const holderSide = await apps.start({ nodes: [...nodes.urls] });
-    const waiterSide = await apps.start({ nodes: [...nodes.urls] });
+    const holderSide = await apps.start({ nodes: nodes.option });
+    const waiterSide = await apps.start({ nodes: nodes.option });
     const key = uniqueKey('paused-minority');
     const held = await holderSide.locks.acquire(key, { ttl: 10_000 });
     // Connections are set up before the pause (a paused node would make the first connect wait instead).
@@ -144,8 +146,8 @@ describe('Redlock defects over 3 real nodes', () => {
   const apps = trackLockApps();
 
   it('3. the next waiter gets the key at once after release when the holder was on 2 of 3 nodes (no lost wake-up)', async () => {
-    const holderSide = await apps.start({ nodes: [...nodes.urls] });
-    const waiterSide = await apps.start({ nodes: [...nodes.urls] });
+    const holderSide = await apps.start({ nodes: nodes.option });
+    const waiterSide = await apps.start({ nodes: nodes.option });
     const key = uniqueKey('lost-wakeup');
     await holderSide.locks.acquire(key, { ttl: 1_000, autoExtend: false });
     await nodes.inspectors[2].del(`lock:{${key}}`);
@@ -185,8 +187,8 @@ describe('Redlock with 2 of 5 nodes killed and a holder left on fewer than a quo
   const apps = trackLockApps();
 
   it('waiters neither spin nor livelock: they get the key once the leftover leases run out', async () => {
-    const holderSide = await apps.start({ nodes: [...nodes.urls] });
-    const waiterSide = await apps.start({ nodes: [...nodes.urls] });
+    const holderSide = await apps.start({ nodes: nodes.option });
+    const waiterSide = await apps.start({ nodes: nodes.option });
     const key = uniqueKey('doomed-holder');
     const held = await holderSide.locks.acquire(key, { ttl: 1_500 });
     await (await waiterSide.locks.acquire(uniqueKey('warm-up'))).release();

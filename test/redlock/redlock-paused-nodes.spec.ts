@@ -27,7 +27,7 @@ describe('Redlock with paused nodes (5 real Redis nodes, SIGSTOP)', () => {
   afterEach(() => nodes.servers.forEach((server) => server.resume()));
   const apps = trackLockApps();
 
-  const start = () => apps.start({ nodes: [...nodes.urls], ttl: TTL_MS });
+  const start = () => apps.start({ nodes: nodes.option, ttl: TTL_MS });
 
   it('2 of 5 paused: acquire succeeds well under a second; another client cannot acquire; waiting still works', async () => {
     const holder = await start();
@@ -94,8 +94,8 @@ describe('Redlock with paused nodes (5 real Redis nodes, SIGSTOP)', () => {
   it('the holder keeps its lease through pauses of 2 nodes (renewals reach a quorum) and loses it only once 3 stop', async () => {
     // Renewals need all 3 live nodes within the per-node timeout: a shorter ttl is too tight on a busy machine.
     const ttl = TTL_MS;
-    const holder = await apps.start({ nodes: [...nodes.urls], ttl });
-    const other = await apps.start({ nodes: [...nodes.urls], ttl });
+    const holder = await apps.start({ nodes: nodes.option, ttl });
+    const other = await apps.start({ nodes: nodes.option, ttl });
     const key = uniqueKey('renewals');
     await (await other.locks.acquire(uniqueKey('warm-up'))).release();
     const lock = await holder.locks.acquire(key);
@@ -124,8 +124,8 @@ describe('Redlock with killed nodes (5 real Redis nodes, SIGKILL)', () => {
   const apps = trackLockApps();
 
   it('2 of 5 killed: a held lock survives and excludes others; restarted after one ttl (delayed restart), they rejoin', async () => {
-    const holder = await apps.start({ nodes: [...nodes.urls], ttl: TTL_MS });
-    const other = await apps.start({ nodes: [...nodes.urls], ttl: TTL_MS });
+    const holder = await apps.start({ nodes: nodes.option, ttl: TTL_MS });
+    const other = await apps.start({ nodes: nodes.option, ttl: TTL_MS });
     const key = uniqueKey('killed');
     await (await other.locks.acquire(uniqueKey('warm-up'))).release();
     const lock = await holder.locks.acquire(key);

@@ -21,7 +21,7 @@ describe('Redlock quorum over 5 real Redis nodes, exhaustively', () => {
   let store: RedlockLockStore;
   beforeAll(async () => {
     nodes = await startRedlockNodes(NODES);
-    store = redlockStore(nodes.urls);
+    store = redlockStore(nodes.option);
   });
   afterAll(async () => {
     await store?.close();

@@ -57,6 +57,8 @@ export class NodeRedisLockClient implements LockClient {
   private messageHandler: ((channel: string, message: string) => void) | undefined;
   private readonly listener: MessageListener = (message, channel) => this.messageHandler?.(channel, message);
   private closing: Promise<void> | undefined;
+  /** SHAs of the scripts this connection sent in full once (EVAL), so Redis has them cached. */
+  private readonly scriptsSent = new Set<string>();
   /** Commands sent and not answered yet, and who waits for there to be none (close()). */
   private inFlight = 0;
   private idle: (() => void) | undefined;
@@ -72,10 +74,11 @@ export class NodeRedisLockClient implements LockClient {
   }
 
   async runScript(script: LockScript, keys: readonly string[], args: readonly RedisArgument[]): Promise<unknown> {
+    const command = this.scriptCommandFor(script, keys, args);
     try {
-      return await this.send(keys[0], scriptCommand('EVALSHA', script.sha, keys, args));
+      return await this.send(keys[0], command);
     } catch (error) {
-      if (!isNoScript(error)) throw error;
+      if (command[0] === 'EVAL' || !isNoScript(error)) throw error;
       return this.send(keys[0], scriptCommand('EVAL', script.lua, keys, args));
     }
   }
@@ -90,11 +93,9 @@ export class NodeRedisLockClient implements LockClient {
     // Sent in the same tick, so node-redis writes them together; on a Cluster WAIT goes to the node of
     // keys[0], i.e. the master that ran the script.
     const wait = ['WAIT', String(replicas), String(timeoutMs)];
-    let [scriptResult, waitResult] = await Promise.allSettled([
-      this.send(keys[0], scriptCommand('EVALSHA', script.sha, keys, args)),
-      this.send(keys[0], wait),
-    ]);
-    if (scriptResult.status === 'rejected' && isNoScript(scriptResult.reason)) {
+    const command = this.scriptCommandFor(script, keys, args);
+    let [scriptResult, waitResult] = await Promise.allSettled([this.send(keys[0], command), this.send(keys[0], wait)]);
+    if (command[0] === 'EVALSHA' && scriptResult.status === 'rejected' && isNoScript(scriptResult.reason)) {
       // The WAIT above ran before the script did: send both again.
       [scriptResult, waitResult] = await Promise.allSettled([
         this.send(keys[0], scriptCommand('EVAL', script.lua, keys, args)),
@@ -104,6 +105,19 @@ export class NodeRedisLockClient implements LockClient {
     if (scriptResult.status === 'rejected') throw scriptResult.reason;
     if (waitResult.status === 'rejected') throw waitResult.reason;
     return { reply: scriptResult.value, acks: Number(waitResult.value) };
+  }
+
+  /**
+   * EVAL the first time this connection runs a script, EVALSHA after. An EVALSHA answered NOSCRIPT is resent
+   * as EVAL a round trip later, behind whatever was sent meanwhile: a release followed by a waiter's attempt
+   * on the same connection (a local hand-over) would then reach Redis attempt first, find the key still
+   * held, and the release's wake-up would already be spent. NOSCRIPT remains possible after a server restart
+   * (or on a Cluster master this connection has not sent the script to yet), and is then handled by a resend.
+   */
+  private scriptCommandFor(script: LockScript, keys: readonly string[], args: readonly RedisArgument[]): string[] {
+    if (this.scriptsSent.has(script.sha)) return scriptCommand('EVALSHA', script.sha, keys, args);
+    this.scriptsSent.add(script.sha);
+    return scriptCommand('EVAL', script.lua, keys, args);
   }
 
   async exists(key: string): Promise<number> {
