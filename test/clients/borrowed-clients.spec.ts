@@ -1,3 +1,4 @@
+import Redis from 'ioredis';
 import Valkey, { Cluster as ValkeyCluster } from 'iovalkey';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient, createCluster } from 'redis';
@@ -99,6 +100,43 @@ describe('LockModule with a lent client of each family', () => {
     } finally {
       await Promise.all(lentNodes.map((node) => node.close()));
     }
+  });
+
+  it.each([
+    ['an ioredis client', () => new Redis(servers[0].url, { keyPrefix: 'svc:', enableOfflineQueue: false })],
+    ['an iovalkey client', () => new Valkey(servers[0].url, { keyPrefix: 'svc:', enableOfflineQueue: false })],
+  ])(
+    "%s lent with its own keyPrefix and enableOfflineQueue: false locks the same keys as a URL's module, and its first acquire works",
+    async (_name, makeClient) => {
+      const lent = makeClient();
+      try {
+        // Without an offline queue, the lent client itself may only be used once it is ready.
+        await new Promise((resolve) => lent.once('ready', resolve));
+        const lender = await apps.start({ redis: lent as LockModuleOptions['redis'] });
+        const byUrl = await apps.start({ redis: servers[0].url });
+        const key = uniqueKey('prefixed');
+        // Before: the first command of the lazily connected duplicate was refused ("Stream isn't writeable").
+        const held = await lender.locks.tryAcquire(key);
+        expect(held).not.toBeNull();
+        // Before: the lender held svc:lock:{key}, the other module lock:{key}: both got the lock.
+        expect(await byUrl.locks.tryAcquire(key)).toBeNull();
+        expect(await byUrl.locks.inspect(key)).not.toBeNull();
+        expect(await servers[0].command('EXISTS', `svc:lock:{${key}}`)).toBe(0);
+        await held?.release();
+      } finally {
+        lent.disconnect();
+      }
+    },
+  );
+
+  it('ioredis options with a keyPrefix name lock keys without it too', async () => {
+    const { host, port } = servers[0];
+    const fromOptions = await apps.start({ redis: { host, port, keyPrefix: 'svc:' } });
+    const byUrl = await apps.start({ redis: servers[0].url });
+    const key = uniqueKey('options-prefix');
+    const held = await fromOptions.locks.acquire(key);
+    expect(await byUrl.locks.isLocked(key)).toBe(true);
+    await held.release();
   });
 
   it('the module options accept each library’s client and cluster types as they are (no cast)', () => {

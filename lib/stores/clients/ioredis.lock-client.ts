@@ -187,24 +187,45 @@ export class IoredisLockClient implements LockClient {
 }
 
 /**
+ * What every connection of the module overrides, made from options or duplicated from a lent client:
+ * - no key prefix: LockModule's `keyPrefix` names the lock keys, the same in every process whatever client it
+ *   uses; a client prefix would silently put this process's locks under other names than its peers' (two
+ *   holders of one lock) and hide them from inspect() and forceRelease() elsewhere;
+ * - an offline queue: the connection opens on its first command (lazyConnect), which without a queue would be
+ *   refused ("Stream isn't writeable"); the stores bound every command with their own timeout anyway.
+ */
+export const MODULE_CONNECTION_OVERRIDES = { keyPrefix: '', enableOfflineQueue: true } as const;
+
+/**
  * A new connection with `connection`'s options. Overridden, because the copy is the module's and its
  * commands are bounded by the store's own timeouts: connected on first use (a module whose bootstrap
  * fails never opens it), no auto-pipelining (writes are coalesced per tick instead), and a small retry
- * budget so a dead server does not pile commands up. A subscriber skips the ready check: ioredis sends
- * INFO for it, which a connection already in subscriber mode refuses, failing the pending subscriptions.
- * On a Cluster only the Cluster's own options are overridden (its per-node options, TLS and auth among
- * them, would be replaced whole).
+ * budget so a dead server does not pile commands up, plus MODULE_CONNECTION_OVERRIDES. A subscriber skips the
+ * ready check: ioredis sends INFO for it, which a connection already in subscriber mode refuses, failing the
+ * pending subscriptions. On a Cluster only the Cluster's own options are overridden (its per-node options,
+ * TLS and auth among them, would be replaced whole); its commands are prefixed by the Cluster's keyPrefix only.
  */
 export function duplicateIoredis(connection: IoredisConnection, subscriber: boolean): IoredisConnection {
   if (connection.isCluster === true) {
-    return (connection as unknown as ClusterDuplicate).duplicate([], { lazyConnect: true, enableAutoPipelining: false });
+    return (connection as unknown as ClusterDuplicate).duplicate([], {
+      lazyConnect: true,
+      enableAutoPipelining: false,
+      ...MODULE_CONNECTION_OVERRIDES,
+    });
   }
   return (connection as unknown as StandaloneDuplicate).duplicate({
     lazyConnect: true,
     enableAutoPipelining: false,
     maxRetriesPerRequest: 2,
+    ...MODULE_CONNECTION_OVERRIDES,
     ...(subscriber ? { enableReadyCheck: false } : {}),
   });
+}
+
+/** The key prefix a lent ioredis client (or Cluster) applies to its own commands, if any. */
+export function lentKeyPrefix(connection: object): string | undefined {
+  const prefix = (connection as { options?: { keyPrefix?: unknown } }).options?.keyPrefix;
+  return typeof prefix === 'string' && prefix !== '' ? prefix : undefined;
 }
 
 function isNoScript(error: Error | null | undefined): boolean {

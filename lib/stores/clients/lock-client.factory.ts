@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import Redis, { type RedisOptions } from 'ioredis';
 import { isIoredisClient, isNodeRedisClient } from './client-shape';
-import { IoredisLockClient, duplicateIoredis } from './ioredis.lock-client';
+import { IoredisLockClient, MODULE_CONNECTION_OVERRIDES, duplicateIoredis, lentKeyPrefix } from './ioredis.lock-client';
 import type { LockClient } from './lock-client';
 import { NodeRedisLockClient, duplicateNodeRedis } from './node-redis.lock-client';
 
@@ -15,7 +15,16 @@ import { NodeRedisLockClient, duplicateNodeRedis } from './node-redis.lock-clien
  * The caller closes the returned client (and any duplicate made of it).
  */
 export function createLockClient(connection: string | RedisOptions | object, label: string, logger: Logger): LockClient {
-  if (isIoredisClient(connection)) return new IoredisLockClient(duplicateIoredis(connection, false), label, logger);
+  if (isIoredisClient(connection)) {
+    const prefix = lentKeyPrefix(connection);
+    if (prefix !== undefined) {
+      logger.warn(
+        `${label}: the lent client's keyPrefix '${prefix}' is not applied to lock keys (LockModule's keyPrefix ` +
+          'names them, the same in every process); to keep it, put it in LockModule\'s keyPrefix',
+      );
+    }
+    return new IoredisLockClient(duplicateIoredis(connection, false), label, logger);
+  }
   if (isNodeRedisClient(connection)) return new NodeRedisLockClient(duplicateNodeRedis(connection), label, logger);
   return new IoredisLockClient(createIoredis(connection as string | RedisOptions), label, logger);
 }
@@ -25,6 +34,9 @@ function createIoredis(connection: string | RedisOptions): Redis {
   // server from holding a caller far beyond the store's own command timeout. Connected on the first
   // command, not when the module is built: an application whose bootstrap fails afterwards (a bad @Locked
   // template, another module's onModuleInit) runs no shutdown hook, and would leave the connection open.
+  // A keyPrefix or a disabled offline queue in the options is overridden (see MODULE_CONNECTION_OVERRIDES).
   const ours: RedisOptions = { maxRetriesPerRequest: 2, lazyConnect: true };
-  return typeof connection === 'string' ? new Redis(connection, ours) : new Redis({ ...ours, ...connection });
+  return typeof connection === 'string'
+    ? new Redis(connection, { ...ours, ...MODULE_CONNECTION_OVERRIDES })
+    : new Redis({ ...ours, ...connection, ...MODULE_CONNECTION_OVERRIDES });
 }
