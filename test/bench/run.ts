@@ -11,6 +11,7 @@ import { startBenchServers, type BenchServers } from './bench-servers';
 import {
   libraryBorrowedEntry,
   libraryEntry,
+  libraryNodeRedisEntry,
   rawEntry,
   redisSemaphoreEntry,
   redlockEntry,
@@ -25,14 +26,21 @@ import { measureTurns } from './measure/turns-measurement';
 import { installClientCommandCounter } from './metering/client-command-counter';
 import { runScriptCensus, type ScriptCensus } from './metering/script-census';
 import { markdownReport } from './report/markdown-report';
-import type { BenchResults, Cell, Metrics } from './report/results';
+import { UNCOUNTED_CLIENT_SIDE, type BenchResults, type Cell, type Metrics } from './report/results';
 import { evaluateTargets } from './report/targets';
 import { throughputChart } from './report/throughput-chart';
 import { runMemory } from './workloads/memory.workload';
 import { runParallel } from './workloads/parallel.workload';
 import { WORKLOADS, type WorkloadSpec } from './workloads/workload-specs';
 
-const ENTRIES: readonly ContestantEntry[] = [libraryEntry, libraryBorrowedEntry, redlockEntry, redisSemaphoreEntry, rawEntry];
+const ENTRIES: readonly ContestantEntry[] = [
+  libraryEntry,
+  libraryBorrowedEntry,
+  libraryNodeRedisEntry,
+  redlockEntry,
+  redisSemaphoreEntry,
+  rawEntry,
+];
 const REPO_ROOT = path.join(__dirname, '..', '..');
 /** Concurrency of the memory workload, as in parallel64. */
 const MEMORY_CONCURRENCY = 64;
@@ -144,7 +152,7 @@ async function runBench(options: BenchOptions, servers: BenchServers, signal: Ab
           workload.kind === 'turns'
             ? `, ${metrics.clientCommandsPerAcquisition.toFixed(2)} client / ${metrics.allCommandsPerAcquisition.toFixed(2)} all cmds, ` +
               `${metrics.redisCpuUsPerAcquisition.toFixed(1)} µs Redis CPU per acq.` +
-              (entry.role === 'library' ? `, ${metrics.acquireScriptsPerAcquisition.toFixed(2)} acquire scripts per acq.` : '')
+              (entry.role === 'library' && !UNCOUNTED_CLIENT_SIDE.includes(entry.id) ? `, ${metrics.acquireScriptsPerAcquisition.toFixed(2)} acquire scripts per acq.` : '')
             : '';
         log(`${tag} ${entry.label.padEnd(34)} ${metrics.opsPerSec.toFixed(0).padStart(7)} ops/s${extra}`);
       };

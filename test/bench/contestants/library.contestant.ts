@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
+import { createClient } from 'redis';
 import { LockModule, LockService, type LockModuleOptions } from '../../../lib';
 import { closeClients } from './close-clients';
 import { LEASE_MS, MAX_WAIT_MS, type Contestant, type ContestantEntry } from './contestant';
@@ -11,10 +12,35 @@ class BenchAppModule {}
 
 /**
  * Who makes the Redis connection: the module, from URLs (`redis: url`, `nodes: [urls]`), or the user, who
- * passes ioredis clients of their own (`redis: client`, `nodes: [clients]`), which the module borrows and
- * never closes. Both are common: the second is what `@nestjs-modules/ioredis` and similar setups do.
+ * passes clients of their own (`redis: client`, `nodes: [clients]`), which the module borrows and never
+ * closes: ioredis clients (what `@nestjs-modules/ioredis` and similar setups do) or node-redis 5 clients
+ * (the `redis` package, e.g. from `@keyv/redis` or an app's own provider).
  */
-export type ClientOwnership = 'owned' | 'borrowed';
+export type ClientOwnership = 'owned' | 'borrowed' | 'borrowed-node-redis';
+
+/** Clients a user made and lends to the module, and how the user closes them after the module. */
+interface LentClients {
+  readonly clients: readonly NonNullable<LockModuleOptions['redis']>[];
+  close(): Promise<void>;
+}
+
+async function lendClients(urls: readonly string[], ownership: ClientOwnership): Promise<LentClients> {
+  if (ownership === 'borrowed') {
+    const clients = urls.map((url) => new Redis(url));
+    return { clients, close: () => closeClients(clients) };
+  }
+  if (ownership === 'borrowed-node-redis') {
+    const clients = urls.map((url) => createClient({ url }));
+    await Promise.all(clients.map((client) => client.connect()));
+    return {
+      clients,
+      close: async () => {
+        await Promise.all(clients.map((client) => client.close()));
+      },
+    };
+  }
+  return { clients: [], close: async () => undefined };
+}
 
 /**
  * ONCE `limit` EXISTS (the semaphore issue), THIS LIBRARY PLUGS INTO THE SEMAPHORE WORKLOAD HERE: return
@@ -34,10 +60,11 @@ const SEMAPHORE_NOT_YET = 'not yet supported (LockModule has no `limit` yet)';
  * same kind of client), borrowed by the module and closed here after the module.
  */
 export async function createLibraryContestant(urls: readonly string[], ownership: ClientOwnership): Promise<Contestant> {
-  const clients = ownership === 'borrowed' ? urls.map((url) => new Redis(url)) : [];
+  const lent = await lendClients(urls, ownership);
+  const { clients } = lent;
   let connection: LockModuleOptions;
   if (ownership === 'owned') connection = urls.length === 1 ? { redis: urls[0] } : { nodes: [...urls] };
-  else connection = clients.length === 1 ? { redis: clients[0] } : { nodes: clients };
+  else connection = clients.length === 1 ? { redis: clients[0] } : { nodes: clients as LockModuleOptions['nodes'] };
   try {
     const app = await NestFactory.createApplicationContext(
       { module: BenchAppModule, imports: [LockModule.forRoot({ ...connection, ttl: LEASE_MS, wait: MAX_WAIT_MS, autoExtend: true })] },
@@ -51,11 +78,11 @@ export async function createLibraryContestant(urls: readonly string[], ownership
       close: async () => {
         await app.close();
         // Borrowed clients are the user's to close, after the module let go of them.
-        await closeClients(clients);
+        await lent.close();
       },
     };
   } catch (error) {
-    await closeClients(clients);
+    await lent.close();
     throw error;
   }
 }
@@ -76,4 +103,13 @@ export const libraryBorrowedEntry: ContestantEntry = {
   waits: true,
   semaphoreUnsupported: SEMAPHORE_NOT_YET,
   create: (urls) => createLibraryContestant(urls, 'borrowed'),
+};
+
+export const libraryNodeRedisEntry: ContestantEntry = {
+  id: 'library-node-redis',
+  label: 'nestjs-redis-lock, borrowed node-redis client',
+  role: 'library',
+  waits: true,
+  semaphoreUnsupported: SEMAPHORE_NOT_YET,
+  create: (urls) => createLibraryContestant(urls, 'borrowed-node-redis'),
 };

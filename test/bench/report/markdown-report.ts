@@ -1,6 +1,6 @@
 import { SLICES_PER_ROUND } from '../bench-options';
 import { WORKLOADS, type WorkloadSpec } from '../workloads/workload-specs';
-import { bestPeerBy, figures, findCell, ours, oursVersusBestPeer, type BenchResults, type Metrics } from './results';
+import { bestPeer, bestPeerBy, figures, findCell, ours, oursVersusBestPeer, TARGET_CONTESTANTS, UNCOUNTED_CLIENT_SIDE, type BenchResults, type Metrics } from './results';
 import type { TargetOutcome } from './targets';
 
 /** RESULTS.md: every table of the run, the targets, the machine and the command. */
@@ -60,11 +60,14 @@ export function machineLine(results: BenchResults): string {
 function throughputTable(results: BenchResults, ran: readonly WorkloadSpec[]): string[] {
   const contestants = results.contestants;
   const mine = ours(results);
+  // This library over other client families (node-redis): a ratio of their own, not judged by the targets.
+  const others = contestants.filter((contestant) => contestant.role === 'library' && !TARGET_CONTESTANTS.includes(contestant.id));
+  const ratioColumns = [...mine, ...others].map((contestant) => `${kind(contestant.id)} ÷ best peer`);
   const lines = [
     '## Throughput (acquisitions per second, each released at once or after its critical section)',
     '',
-    `| workload | ${contestants.map((contestant) => contestant.label).join(' | ')} | ${mine.map((contestant) => `${kind(contestant.id)} ÷ best peer`).join(' | ')} | best peer |`,
-    `| --- | ${contestants.map(() => '---:').join(' | ')} | ${mine.map(() => '---:').join(' | ')} | --- |`,
+    `| workload | ${contestants.map((contestant) => contestant.label).join(' | ')} | ${ratioColumns.join(' | ')} | best peer |`,
+    `| --- | ${contestants.map(() => '---:').join(' | ')} | ${ratioColumns.map(() => '---:').join(' | ')} | --- |`,
   ];
   for (const workload of ran) {
     const cells = contestants.map((contestant) => {
@@ -81,7 +84,12 @@ function throughputTable(results: BenchResults, ran: readonly WorkloadSpec[]): s
       // The worse of ours is the one that counts: bold.
       return ratio === versus?.worse && (versus?.each.length ?? 0) > 1 ? `**${ratio.toFixed(2)}×**` : `${ratio.toFixed(2)}×`;
     });
-    lines.push(`| ${workload.title} | ${cells.join(' | ')} | ${ratios.join(' | ')} | ${versus?.peer.label ?? '—'} |`);
+    const peer = bestPeer(results, workload.id);
+    for (const contestant of others) {
+      const value = figures(results, workload.id, contestant.id)?.opsPerSec;
+      ratios.push(value === undefined || !peer ? '—' : `${(value / peer.opsPerSec).toFixed(2)}×`);
+    }
+    lines.push(`| ${workload.title} | ${cells.join(' | ')} | ${ratios.join(' | ')} | ${versus?.peer.label ?? peer?.contestant.label ?? '—'} |`);
   }
   const limited = ran.filter((workload) => workload.only && workload.onlyWhy);
   if (limited.length > 0) lines.push('', ...limited.map((workload) => `${workload.title}: ${workload.onlyWhy}.`));
@@ -138,11 +146,14 @@ function turnsTables(results: BenchResults, ran: readonly WorkloadSpec[]): strin
       const m = figures(results, workload.id, contestant.id);
       if (!m) continue;
       const cpuRatio = lowestCpu ? `${(m.redisCpuUsPerAcquisition / lowestCpu.value).toFixed(2)}×` : '—';
-      const acquireScripts = contestant.role === 'library' ? m.acquireScriptsPerAcquisition.toFixed(2) : '—';
+      const counted = !UNCOUNTED_CLIENT_SIDE.includes(contestant.id);
+      const acquireScripts = contestant.role === 'library' && counted ? m.acquireScriptsPerAcquisition.toFixed(2) : '—';
+      const clientCommands = counted ? m.clientCommandsPerAcquisition.toFixed(2) : '—';
+      const whileWaiting = counted ? fixed(m.waitingCommandsPerWaiterSecond, 2) : '—';
       lines.push(
         `| ${workload.title} | ${contestant.label} | ${formatCount(m.opsPerSec)} | ${m.redisCpuUsPerAcquisition.toFixed(1)} | ${cpuRatio} | ` +
-          `${m.allCommandsPerAcquisition.toFixed(2)} | ${m.clientCommandsPerAcquisition.toFixed(2)} | ${acquireScripts} | ` +
-          `${fixed(m.handoverP50Ms, 2)} | ${fixed(m.handoverP99Ms, 2)} | ${m.longestWaitMs.toFixed(0)} | ${fixed(m.waitingCommandsPerWaiterSecond, 2)} |`,
+          `${m.allCommandsPerAcquisition.toFixed(2)} | ${clientCommands} | ${acquireScripts} | ` +
+          `${fixed(m.handoverP50Ms, 2)} | ${fixed(m.handoverP99Ms, 2)} | ${m.longestWaitMs.toFixed(0)} | ${whileWaiting} |`,
       );
       mixes.push(`| ${workload.title} | ${contestant.label} | ${commandMix(m, 'mix.')} | ${commandMix(m, 'script.')} | ${commandMix(m, 'all.')} |`);
       const overlaps = cell.rounds.reduce((total, round) => total + (round.overlaps ?? 0), 0);
@@ -152,7 +163,12 @@ function turnsTables(results: BenchResults, ran: readonly WorkloadSpec[]): strin
       }
     }
   }
-  const runs = results.cells.filter((cell) => turns.some((workload) => workload.id === cell.workload)).flatMap((cell) => cell.rounds);
+  const runs = results.cells
+    .filter((cell) => turns.some((workload) => workload.id === cell.workload) && !UNCOUNTED_CLIENT_SIDE.includes(cell.contestant))
+    .flatMap((cell) => cell.rounds);
+  if (results.contestants.some((contestant) => UNCOUNTED_CLIENT_SIDE.includes(contestant.id))) {
+    notes.push('Client-side counts (client cmds, acquire scripts, while waiting) hook ioredis: the node-redis row has server-side figures only.');
+  }
   const disagreeing = runs.filter((round) => round.clientServerMismatch !== 0).length;
   notes.push(
     disagreeing === 0
@@ -257,6 +273,7 @@ function commandMix(metrics: Metrics, prefix: string): string {
 }
 
 function kind(id: string): string {
+  if (id === 'library-node-redis') return 'node-redis';
   return id === 'library-borrowed' ? 'borrowed' : 'owned';
 }
 

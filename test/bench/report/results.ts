@@ -80,9 +80,20 @@ export function bestPeerBy(
   return best;
 }
 
-/** Our contestants (role library): the module-owned and the borrowed client. */
+/**
+ * The contestants the targets are judged on: this library over a module-owned and over a borrowed ioredis
+ * client. The node-redis row (issue 17) is reported beside them, not judged: the targets are issue 12's.
+ */
+export const TARGET_CONTESTANTS: readonly string[] = ['library', 'library-borrowed'];
+
+/**
+ * Contestants whose commands the client-side count cannot see (it hooks ioredis' Command): node-redis writes
+ * its own. Their server-side figures (INFO: all commands, Redis CPU) stand; the client-side ones do not exist.
+ */
+export const UNCOUNTED_CLIENT_SIDE: readonly string[] = ['library-node-redis'];
+
 export function ours(results: BenchResults): ContestantInfo[] {
-  return results.contestants.filter((contestant) => contestant.role === 'library');
+  return results.contestants.filter((contestant) => TARGET_CONTESTANTS.includes(contestant.id));
 }
 
 /**
