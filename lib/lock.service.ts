@@ -3,6 +3,7 @@ import type { Observable } from 'rxjs';
 import { InvalidLockKeyError, LockLostError, LockNotAcquiredError, LockOptionsError, LockUnavailableError } from './errors';
 import { LockKeyNamer, normalizeKeys } from './keys';
 import { HeldLock } from './lease/held-lock';
+import { InFlight } from './lease/in-flight';
 import { Lease, type LeaseHost } from './lease/lease';
 import { RenewalScheduler } from './lease/renewal-scheduler';
 import { randomToken } from './lease/token';
@@ -45,6 +46,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
   readonly scheduler = new RenewalScheduler();
   private readonly namer: LockKeyNamer;
   private readonly held = new Set<Lease>();
+  private readonly inFlight = new InFlight();
   private readonly observer: LockObserver;
   private closed = false;
 
@@ -172,6 +174,8 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
       const releases = Promise.allSettled(leases.map((lease) => lease.release()));
       await Promise.race([releases, sleep(SHUTDOWN_RELEASE_TIMEOUT_MS)]);
     }
+    // Attempts already sent may still be granted: they take their grant back before the store closes.
+    await Promise.race([this.inFlight.settled(), sleep(SHUTDOWN_RELEASE_TIMEOUT_MS)]);
     try {
       await this.store.close();
     } finally {
@@ -219,7 +223,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
       }
       if (this.closed || !borrowed.every((lease) => lease.isHeld)) {
         // Shutdown began, or a borrowed lease was lost, while this call waited: nothing may be handed out.
-        await this.store.release(names, value).catch(() => undefined);
+        await this.inFlight.track(this.store.release(names, value).catch(() => undefined));
         await this.unpin(borrowed);
         const error = this.closed
           ? new LockUnavailableError(keys, 'the application is shutting down')
@@ -279,7 +283,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         // never left attempting (a borrowed client stays open) nor subscribing after the store closed.
         if (this.closed) throw new LockUnavailableError(keys, 'the application is shutting down');
         const seenBefore = watch?.seen ?? 0;
-        const outcome = await this.store.acquire({ keys: names, token: value, ttl });
+        const outcome = await this.attempt(names, value, ttl, keys);
         if (outcome.acquired) {
           if (signal?.aborted) {
             await this.store.release(names, value).catch(() => undefined);
@@ -307,6 +311,21 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     } finally {
       watch?.close(acquired);
     }
+  }
+
+  /**
+   * One attempt on the store, tracked so that shutdown lets it finish before closing the store: an attempt
+   * Redis grants after shutdown began is taken back here, while the store still accepts the release (before,
+   * the closed store refused it and the key stayed locked for nobody for a whole ttl).
+   */
+  private attempt(names: readonly LockKeyNames[], value: string, ttl: number, keys: readonly string[]): Promise<AcquireOutcome> {
+    return this.inFlight.track(
+      this.store.acquire({ keys: names, token: value, ttl }).then(async (outcome) => {
+        if (!outcome.acquired || !this.closed) return outcome;
+        await this.store.release(names, value).catch(() => undefined);
+        throw new LockUnavailableError(keys, 'the application is shutting down');
+      }),
+    );
   }
 
   private async watchReleases(names: readonly LockKeyNames[], keys: readonly string[]): Promise<ReleaseWatch> {

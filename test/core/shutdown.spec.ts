@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { LockModuleOptions } from '../../lib';
 import { CLIENT_FAMILIES, type LentClient } from '../support/client-families';
 import { createLockApp, trackLockApps, uniqueKey } from '../support/lock-app';
-import type { RedisProcess } from '../support/redis-server';
+import { type RedisProcess, startRedis } from '../support/redis-server';
 import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
 
 /** How many client connections a server has now (CLIENT LIST has one line per connection, this probe's own included). */
@@ -118,5 +118,36 @@ describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('
     } finally {
       await Promise.all(clients.map((client) => client.close()));
     }
+  });
+});
+
+/**
+ * An acquire already sent when shutdown begins may still be granted by Redis. Before, the store was closed
+ * before its answer arrived, the take-back release was refused by the closed store, and the key stayed
+ * locked for nobody for the whole ttl (PTTL 19,992 of 20,000 ms after shutdown, found by review).
+ */
+describe('shutdown with an acquire in flight (one Redis)', () => {
+  let redis: RedisProcess;
+  beforeAll(async () => {
+    redis = await startRedis({ args: ['--enable-debug-command', 'yes'] });
+  });
+  afterAll(() => redis?.stop());
+
+  it('the grant that arrives after shutdown began is taken back before the store closes', async () => {
+    const app = await createLockApp({ redis: redis.url, ttl: 20_000 });
+    await app.locks.isLocked(uniqueKey('connect'));
+    const key = uniqueKey('in-flight');
+    // Redis answers nothing for 300 ms: the acquire below is sent, and answered only after close() began.
+    const stalled = redis.command('DEBUG', 'SLEEP', '0.3');
+    await sleep(20);
+    const pending = app.locks.acquire(key).then(
+      () => 'granted',
+      (error: Error) => error.name,
+    );
+    await sleep(20);
+    await app.close();
+    await stalled;
+    expect(await pending).toBe('LockUnavailableError');
+    expect(await redis.command('EXISTS', `lock:{${key}}`)).toBe(0);
   });
 });
