@@ -45,6 +45,10 @@ export class HeldLock implements Lock {
 
   get signal(): AbortSignal {
     if (this.leases.length === 1) return this.leases[0].signal;
+    // First read after release (a `finally` logging it): a combined signal made now would listen on the
+    // outer lease for as long as that is held, with nothing left to detach it. This handle's own grant (the
+    // last lease) tells what became of it.
+    if (this.released && !this.combined) return this.leases[this.leases.length - 1].signal;
     this.combined ??= new CombinedSignal(this.leases.map((lease) => lease.signal));
     return this.combined.signal;
   }

@@ -119,7 +119,10 @@ export class Lease implements ScheduledTask {
   async release(): Promise<boolean> {
     const wasHeld = this.state === 'held';
     if (this.state === 'released') return false;
-    this.stop('released');
+    // A lost lease already ended (host.ended ran when it was lost): it is only deleted in the store now, not
+    // reported a second time (before: two 'lost' events, lock.lost counted twice, lock.held below zero).
+    if (wasHeld) this.stop('released');
+    else this.state = 'released';
     // A lease believed lost may still sit in Redis (its renewal just came too late): delete it anyway.
     // Released before minHold: left in place, still under this token, to expire at grant + minHold.
     const holdFor = Math.ceil(this.terms.minHoldUntil - performance.now());
@@ -183,7 +186,11 @@ export class Lease implements ScheduledTask {
     if (sequence < this.extensionApplied) return;
     this.extensionApplied = sequence;
     this.validUntil = validUntil;
-    this.renewAt = performance.now() + ttl / 3;
+    // Counted from the answer, but never past half the validity left: a slow answer (a WAIT for replicas
+    // under minReplicas) would otherwise put the next renewal after the deadline, losing a lease that every
+    // renewal kept.
+    const now = performance.now();
+    this.renewAt = now + Math.min(ttl / 3, (validUntil - now) / 2);
     this.reschedule();
   }
 

@@ -49,6 +49,30 @@ describe('LockService.events (redis store)', () => {
     expect(again).not.toHaveProperty('label');
     expect(lost).toMatchObject({ type: 'lost', keys: [key], reason: expect.stringMatching(/gone|expired|taken/) });
     expect(events.every((event) => event.instance === 'worker-1')).toBe(true);
+    // Released after it was lost (as withLock and @Locked always do): not reported a second time.
+    expect(await second.release()).toBe(false);
+    expect(events.map((event) => event.type)).toEqual(['acquired', 'busy', 'busy', 'released', 'acquired', 'lost']);
+  });
+
+  it('a lock lost inside withLock is reported lost once, and a lock held at shutdown once', async () => {
+    const app = await apps.start({ redis: redis.url, instance: 'worker-2', ttl: TTL_MS });
+    const events: LockEvent[] = [];
+    subscription = app.locks.events.subscribe(record(events));
+    const [evicted, heldAtShutdown] = [uniqueKey('evicted'), uniqueKey('at-shutdown')];
+    await app.locks.withLock(evicted, async (lock) => {
+      await app.locks.forceRelease(evicted);
+      expect(lock.signal.aborted).toBe(true);
+    });
+    await app.locks.acquire(heldAtShutdown);
+    await app.close();
+    // Before: lost twice each (once when lost, once more when released), so lock.lost counted 2 and the
+    // lock.held gauge went down by 2 for each.
+    expect(events.map((event) => `${event.type}:${event.keys.join(',')}`)).toEqual([
+      `acquired:${evicted}`,
+      `lost:${evicted}`,
+      `acquired:${heldAtShutdown}`,
+      `lost:${heldAtShutdown}`,
+    ]);
   });
 
   it('unavailable when Redis does not answer; the stream never errors, and completes at shutdown', async () => {
