@@ -50,6 +50,7 @@ describe('resolveLockOptions', () => {
     ['minReplicas.replica', { redis: 'redis://127.0.0.1:1', minReplicas: { replica: 1, replicas: 1, timeout: 100 } }],
     ['nodes[0]', { nodes: [createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] })] }],
     ['minHold', { maxHold: 60_000, minHold: 120_000 }],
+    ['minReplicas.timeout', { redis: 'redis://127.0.0.1:1', ttl: 1_000, minReplicas: { replicas: 1, timeout: 400 } }],
     ['minHold', { minHold: 1e300 }],
     ['ttl', { ttl: 1e300 }],
     ['maxHold', { maxHold: 2 ** 60 }],
@@ -103,6 +104,13 @@ describe('resolveCallSettings', () => {
     expect(resolveCallSettings(module, { ttl: 50, wait: 0 })).toMatchObject({ ttl: 50, wait: 0, reentrant: true });
     expect(() => resolveCallSettings(module, { ttl: -1 })).toThrow(LockOptionsError);
     expect(() => resolveCallSettings(module, { signal: {} as AbortSignal })).toThrow(LockOptionsError);
+  });
+
+  it("holds a call's ttl to 3 × the module's minReplicas.timeout (a renewal may wait that long)", () => {
+    const replicated = resolveLockOptions({ redis: 'redis://127.0.0.1:1', minReplicas: { replicas: 1, timeout: 400 } });
+    expect(() => resolveCallSettings(replicated, { ttl: 1_000 })).toThrow(/'ttl'.*at least 3 × minReplicas.timeout \(400 ms\)/);
+    expect(resolveCallSettings(replicated, { ttl: 1_200 }).ttl).toBe(1_200);
+    expect(resolveCallSettings(module, { ttl: 1_000 }).ttl).toBe(1_000);
   });
 
   it('holds minHold to maxHold on the merged settings: the call against the module and the other way round', () => {

@@ -120,6 +120,9 @@ export function resolveCallSettings(module: ResolvedLockOptions, call: AcquireOp
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new LockOptionsError('signal', signal, 'an AbortSignal');
   }
+  if (call.ttl !== undefined && module.minReplicas) {
+    replicaBudget(module.minReplicas.timeout, leaseLength('ttl', call.ttl, false), 'ttl', call.ttl);
+  }
   return {
     ttl: call.ttl === undefined ? module.ttl : leaseLength('ttl', call.ttl, false),
     wait: call.wait === undefined ? module.wait : nonNegative('wait', call.wait),
@@ -231,17 +234,26 @@ function checkMinReplicas(value: unknown, ttl: number, onRedis: boolean): MinRep
   if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 1) {
     throw new LockOptionsError('minReplicas.replicas', replicas, 'an integer from 1: how many replicas must acknowledge each grant');
   }
-  if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1 || timeout >= ttl) {
-    throw new LockOptionsError(
-      'minReplicas.timeout',
-      timeout,
-      `an integer number of milliseconds from 1 (WAIT 0 would block forever) and below the ttl (${ttl})`,
-    );
+  if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1) {
+    throw new LockOptionsError('minReplicas.timeout', timeout, 'an integer number of milliseconds from 1 (WAIT 0 would block forever)');
   }
+  replicaBudget(timeout, ttl, 'minReplicas.timeout', timeout);
   if (!onRedis) {
     throw new LockOptionsError('minReplicas', value, "'redis' or 'nodes' as well: the in-process store has no replicas");
   }
   return { replicas, timeout };
+}
+
+/**
+ * A renewal under minReplicas may take the whole WAIT timeout before it counts, and it is sent about a third
+ * of a ttl before the lease would end: a longer WAIT would let a lease lapse although every renewal was
+ * acknowledged. So the timeout must fit in a third of every ttl it is used with (the module's and a call's).
+ */
+function replicaBudget(timeout: number, ttl: number, option: string, value: unknown): void {
+  if (timeout > ttl / 3) {
+    const expected = option === 'ttl' ? `at least 3 × minReplicas.timeout (${timeout} ms)` : `at most a third of the ttl (${ttl} ms)`;
+    throw new LockOptionsError(option, value, `${expected}: a renewal is sent about ttl/3 before the lease ends, and may wait that long for replicas`);
+  }
 }
 
 function checkConnection(option: string, value: unknown, clusterAllowed: boolean): void {

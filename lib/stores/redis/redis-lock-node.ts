@@ -170,7 +170,9 @@ export class RedisLockNode {
 
   async ping(timeoutMs: number): Promise<void> {
     this.refuseWhenClosed();
-    await this.answered(withTimeout(this.client.ping(), timeoutMs));
+    // Not recorded in `failing`, which is about lock commands: a node that answers PING but times out
+    // scripts would be declared healthy by every health probe.
+    await withTimeout(this.client.ping(), timeoutMs);
   }
 
   /** Where release announcements go; set once by the store. */
