@@ -75,7 +75,15 @@ export function lockErrorPayload(error: unknown): LockErrorPayload | undefined {
   if (error instanceof LockNotAcquiredError) {
     return { code: row.code, message, keys: [...error.keys], retryAfterMs: error.retryAfterMs };
   }
+  // The store's own words (a host and port, a driver's error, node counts) are for the operator's log, not
+  // for a client: an unavailable store or a lost lock is described to the client in general terms.
+  if (error instanceof LockUnavailableError) return { code: row.code, message: `Lock store unavailable for ${quoted(error.keys)}; try again later.` };
+  if (error instanceof LockLostError) return { code: row.code, message: `The lock on ${quoted(error.keys)} was lost while the request ran.` };
   return { code: row.code, message };
+}
+
+function quoted(keys: readonly string[]): string {
+  return keys.map((key) => `"${key}"`).join(', ');
 }
 
 /** Logs a mapped lock error at its row's level (busy: debug, never an ERROR with a stack). */
@@ -145,6 +153,18 @@ export function rpcOrWsBody(payload: LockErrorPayload): { status: 'error' } & Lo
 export function answerAcknowledgement(host: ArgumentsHost, payload: LockErrorPayload): void {
   const ack = host.getArgs().slice(2).find((arg): arg is (response: unknown) => void => typeof arg === 'function');
   ack?.(rpcOrWsBody(payload));
+}
+
+/**
+ * Answers a WebSocket message's acknowledgement with nothing, for a @Locked handler skipped because its key
+ * was busy (`onBusy: 'skip'`): Nest sends no acknowledgement for an undefined result, and the client's
+ * `emitWithAck` would wait for its own timeout. The client receives `undefined`, as a method skipped by
+ * onBusy resolves undefined.
+ */
+export function answerSkippedAcknowledgement(host: ArgumentsHost): void {
+  if (host.getType() !== 'ws') return;
+  const ack = host.getArgs().slice(2).find((arg): arg is () => void => typeof arg === 'function');
+  ack?.();
 }
 
 /** RpcException and WsException share this shape: `new (error: string | object)`. */

@@ -8,7 +8,7 @@ import type { Lock, LockKeySource } from './lock.interface';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
 import type { ResolvedLockOptions } from './lock-options.interface';
 import { LockService } from './lock.service';
-import { logLockError, toTransportError } from './lock-transport-errors';
+import { answerSkippedAcknowledgement, logLockError, toTransportError } from './lock-transport-errors';
 import { RetryAfterEstimator } from './retry-after.estimator';
 
 interface Dependencies {
@@ -74,7 +74,9 @@ export class LockInterceptor implements NestInterceptor {
       this.acquire(metadata, lockKeySourceOf(context), subscriberGone.signal).then(
         (lock) => {
           if (!lock) {
-            // onBusy 'skip': the handler is not run, the call resolves undefined.
+            // onBusy 'skip': the handler is not run, the call resolves undefined (a WebSocket client gets its
+            // acknowledgement answered with nothing, not left waiting).
+            answerSkippedAcknowledgement(context);
             subscriber.next(undefined);
             subscriber.complete();
             return;

@@ -1,7 +1,10 @@
 import { formatKeys } from './format-keys';
 import { LockError } from './lock.error';
 
-/** The lock store could not be reached, or too few Redlock nodes answered to form a quorum. */
+/**
+ * The lock store could not be reached, or too few Redlock nodes answered to form a quorum. Raised by
+ * acquisitions (nothing was granted: a grant that may have been made is undone) and by release/extend.
+ */
 export class LockUnavailableError extends LockError {
   constructor(
     readonly keys: readonly string[],
@@ -10,7 +13,7 @@ export class LockUnavailableError extends LockError {
   ) {
     super(
       `Lock store unavailable for ${formatKeys(keys)}: ${detail}. ` +
-        `Check that Redis is reachable; nothing was locked.`,
+        `Check that Redis is reachable.`,
       options,
     );
   }

@@ -198,7 +198,8 @@ describe.each(['express', 'fastify'] as const)('lock errors over HTTP on %s (rea
           statusCode: 503,
           error: 'Service Unavailable',
           code: 'LOCK_UNAVAILABLE',
-          message: expect.stringMatching(new RegExp(`^Lock store unavailable for "${key}": .*Check that Redis is reachable; nothing was locked\\.$`)),
+          // The store's detail (host, port, driver error) stays in the server's log.
+          message: `Lock store unavailable for "${key}"; try again later.`,
         });
       }
       expect(gates.get(`order ${platform}-down`).arrivals).toBe(0);

@@ -142,7 +142,8 @@ describe('lock errors over a TCP microservice (real ClientProxy, real Redis)', (
           error: {
             status: 'error',
             code: 'LOCK_UNAVAILABLE',
-            message: expect.stringMatching(new RegExp(`^Lock store unavailable for "${key}": .*Check that Redis is reachable; nothing was locked\\.$`)),
+            // The store's detail (host, port, driver error) stays in the server's log.
+          message: `Lock store unavailable for "${key}"; try again later.`,
           },
         });
       }
