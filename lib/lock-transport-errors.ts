@@ -6,6 +6,7 @@ import {
   InternalServerErrorException,
   ServiceUnavailableException,
   type ArgumentsHost,
+  type ExecutionContext,
   type Logger,
 } from '@nestjs/common';
 import { InvalidLockKeyError, LockLostError, LockNotAcquiredError, LockUnavailableError, type LockError } from './errors';
@@ -110,6 +111,10 @@ export function toTransportError(error: unknown, host: ArgumentsHost): unknown {
     case 'http':
       return toHttpException(error, host);
     case 'rpc': {
+      // An event handler has no reply to carry an RpcException, and Nest logs an unfiltered one at ERROR; a
+      // busy or bad-key event is the sender's condition (already logged at debug), so it is raised as an
+      // exception Nest does not log (IntrinsicException, NestJS 11 and later).
+      if (rowOf(error)?.log === 'debug' && isEventHandler(host) && IntrinsicException) return new IntrinsicException(payload.message);
       const RpcException = optionalExport<NestTransportException>('@nestjs/microservices', 'RpcException');
       return RpcException ? new RpcException(rpcOrWsBody(payload)) : error;
     }
@@ -191,6 +196,17 @@ function optionalExport<T>(packageName: string, exportName: string): T | undefin
 
 const optionalPackages = new Map<string, Record<string, unknown> | null>();
 
+/** @EventPattern's value of 'microservices:handler_type' (PatternHandler.EVENT). */
+const EVENT_HANDLER = 2;
+
+function isEventHandler(host: ArgumentsHost): boolean {
+  const handler = (host as Partial<ExecutionContext>).getHandler?.();
+  return handler !== undefined && Reflect.getMetadata('microservices:handler_type', handler) === EVENT_HANDLER;
+}
+
+/** NestJS 11+: an exception its handlers pass on without logging it. */
+const IntrinsicException = (nestCommon as { IntrinsicException?: new (message: string) => Error }).IntrinsicException;
+
 /**
  * The base of the GraphQL error: an exception Nest's GraphQL exception handler does not log as an ERROR
  * (it logs every other Error with its stack). That is IntrinsicException on NestJS 11 and later; NestJS
@@ -198,7 +214,7 @@ const optionalPackages = new Map<string, Record<string, unknown> | null>();
  * string — which @nestjs/apollo's HTTP-error formatting (it looks for `response.statusCode`) leaves alone.
  */
 const QuietException: new (message: string) => Error =
-  (nestCommon as { IntrinsicException?: new (message: string) => Error }).IntrinsicException ??
+  IntrinsicException ??
   class extends HttpException {
     constructor(message: string) {
       super(message, 500);

@@ -1,6 +1,6 @@
 import { Controller, Injectable } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
-import { MessagePattern, Payload } from '@nestjs/microservices';
+import { EventPattern, MessagePattern, Payload } from '@nestjs/microservices';
 import { firstValueFrom } from 'rxjs';
 import { LockErrorFilter } from '../../../lib';
 import { Locked } from '../../../lib/decorators';
@@ -16,6 +16,7 @@ import { RecordingLogger, startTcpMicroservice, type TcpTransportApp } from '../
  */
 
 const gates = new Gates();
+const shipped: (string | undefined)[] = [];
 const BUSY_MESSAGE = (key: string) =>
   `Lock on "${key}" not acquired: held by another owner. Retry later, or set the 'wait' option to queue for it.`;
 const BAD_KEY_MESSAGE = (template: string, placeholder: string) =>
@@ -40,6 +41,14 @@ class OrdersHandlers {
   async pay(@Payload() data: { id?: string }) {
     await gates.get(`order ${data.id}`).pass();
     return { paid: data.id };
+  }
+
+  /** An event: nobody waits for a reply, so a busy lock is only logged (at debug). */
+  @EventPattern('ship')
+  @Locked('rpc-ship:{data.id}', { wait: 0 })
+  async ship(@Payload() data: { id?: string }) {
+    shipped.push(data.id);
+    await gates.get(`ship ${data.id}`).pass();
   }
 
   /** Not @Locked itself: the service method it calls is. */
@@ -99,6 +108,23 @@ describe('lock errors over a TCP microservice (real ClientProxy, real Redis)', (
     expect((busy.error as { retryAfterMs: number }).retryAfterMs).toBeGreaterThan(0);
     expect(logger.since(mark, 'error')).toEqual([]);
     expect(logger.since(mark, 'debug')).toContainEqual({ level: 'debug', context: 'LockInterceptor', message: BUSY_MESSAGE('rpc-order:1') });
+  });
+
+  it('a @Locked event handler, busy: not run, and logged at debug, not as an ERROR', async () => {
+    const mark = logger.entries.length;
+    tcp.client.emit('ship', { id: '1' });
+    await gates.get('ship 1').reached();
+    tcp.client.emit('ship', { id: '1' });
+    const deadline = performance.now() + 5_000;
+    while (!logger.since(mark, 'debug').some((entry) => entry.message === BUSY_MESSAGE('rpc-ship:1')) && performance.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    gates.get('ship 1').open();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(shipped).toEqual(['1']);
+    expect(logger.since(mark, 'debug')).toContainEqual({ level: 'debug', context: 'LockInterceptor', message: BUSY_MESSAGE('rpc-ship:1') });
+    // Before: Nest 12 logged the RpcException of an event handler at ERROR (no reply stream to carry it).
+    expect(logger.since(mark, 'error')).toEqual([]);
   });
 
   it('a @Locked handler, bad key: { status, code LOCK_INVALID_KEY, message } naming the placeholder', async () => {
