@@ -59,6 +59,20 @@ export interface AcquireOptions {
   /** A context that already holds the keys gets them again at once. */
   reentrant?: boolean;
   /**
+   * Makes the key a counting semaphore: up to `limit` holders at once (an integer from 1), each with its
+   * own lock (token, lease, fence, signal, renewal, release). A key is either a mutex or a semaphore of one
+   * limit: another limit, or a mutex or read-write use of a key held as a semaphore, is a LockOptionsError.
+   * One key per call; not with `mode`.
+   */
+  limit?: number;
+  /**
+   * Makes the key a read-write lock: any number of 'read' holders together, a 'write' holder alone; a
+   * waiting writer is not starved by new readers (they queue behind it). 'write' is the default, and is the
+   * plain lock. A context holding the write lock may take the read lock (it borrows the write lock);
+   * read → write in one context is a LockOptionsError (it would wait for itself). One key per call.
+   */
+  mode?: 'read' | 'write';
+  /**
    * Names this call's locks in metrics and events (`lock.name`), e.g. 'report' for `report:${id}`: a few
    * values, never the rendered key. A @Locked method's default is its key template.
    */

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { LockOptionsError } from './errors';
 import { MIN_TTL_MS } from './lock.constants';
 import { isClusterClient, isLendableClient } from './stores/clients/client-shape';
+import type { LockShape } from './stores/lock-store.interface';
 import type {
   AcquireOptions,
   LockModuleOptions,
@@ -108,7 +109,12 @@ export interface CallSettings {
   readonly reentrant: boolean;
   readonly label?: string;
   readonly signal?: AbortSignal;
+  /** What to hold (`limit`, `mode`); a mutex when absent. */
+  readonly shape?: LockShape;
 }
+
+/** Largest `limit`: far beyond any real pool, small enough to stay an exact integer in every store. */
+const MAX_LIMIT = 1_000_000;
 
 /** Validates the options of one call (a LockOptionsError at the call) and merges the module's under them. */
 export function resolveCallSettings(module: ResolvedLockOptions, call: AcquireOptions | undefined): CallSettings {
@@ -134,6 +140,7 @@ export function resolveCallSettings(module: ResolvedLockOptions, call: AcquireOp
     reentrant: call.reentrant === undefined ? module.reentrant : flag('reentrant', call.reentrant),
     label: call.label === undefined ? undefined : name('label', call.label, LABEL_MAX_LENGTH),
     signal,
+    shape: shapeOf(call.limit, call.mode),
   };
 }
 
@@ -154,6 +161,27 @@ function holdBounds(maxHold: number, minHold: number): { maxHold: number; minHol
  * larger double would be written in exponent notation ("1e+300"), which Redis refuses.
  */
 const LONGEST_MS = Number.MAX_SAFE_INTEGER;
+
+/**
+ * `limit` and `mode` as a LockShape: undefined (a mutex) without them and for `mode: 'write'`, which is
+ * the plain lock. `limit: 1` is a semaphore of one, not a mutex: the key is then a semaphore, and a mutex
+ * call on it is refused like any other mix.
+ */
+function shapeOf(limit: unknown, mode: unknown): LockShape | undefined {
+  if (mode !== undefined && mode !== 'read' && mode !== 'write') {
+    throw new LockOptionsError('mode', mode, "'read' or 'write'");
+  }
+  if (limit !== undefined) {
+    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
+      throw new LockOptionsError('limit', limit, `an integer from 1 to ${MAX_LIMIT}: how many holders the key admits at once`);
+    }
+    if (mode !== undefined) {
+      throw new LockOptionsError('limit', limit, "no 'mode' beside it: a key is a semaphore or a read-write lock, not both");
+    }
+    return { kind: 'semaphore', limit };
+  }
+  return mode === 'read' ? { kind: 'read' } : undefined;
+}
 
 function positive(option: string, value: unknown, infinityAllowed: boolean): number {
   if (typeof value !== 'number' || !(value > 0) || (!infinityAllowed && !Number.isFinite(value))) {

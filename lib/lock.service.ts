@@ -5,6 +5,7 @@ import { LockKeyNamer, normalizeKeys } from './keys';
 import { HeldLock } from './lease/held-lock';
 import { InFlight } from './lease/in-flight';
 import { Lease, type LeaseHost } from './lease/lease';
+import { checkReentry } from './lease/reentry';
 import { RenewalScheduler } from './lease/renewal-scheduler';
 import { randomToken } from './lease/token';
 import { LOCK_OPTIONS, LOCK_STORE } from './lock.constants';
@@ -17,7 +18,7 @@ import type { LockEvent } from './observability/lock-event';
 import type { LockInfo } from './observability/lock-info';
 import { LockObserver } from './observability/lock-observer';
 import type { OtelSpan } from './observability/otel-api';
-import type { AcquireOutcome, LockKeyNames, LockStore, ReleaseWatch } from './stores/lock-store.interface';
+import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockStore, ReleaseWatch } from './stores/lock-store.interface';
 
 /** Every LockService of the process shares one view of which locks each async context holds. */
 const context = new LockContext();
@@ -187,6 +188,16 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
   private async obtain(key: unknown, options: AcquireOptions | undefined, once: boolean): Promise<HeldLock | null> {
     const keys = normalizeKeys(key);
     const settings = resolveCallSettings(this.options, options);
+    const shape = settings.shape;
+    if (shape && keys.length > 1) {
+      // All-or-none over several semaphores or read-write locks would need every store to count permits of
+      // several keys in one step (and Redlock quorums per limit): refused rather than half supported.
+      throw new LockOptionsError(
+        shape.kind === 'semaphore' ? 'limit' : 'mode',
+        shape.kind === 'semaphore' ? shape.limit : 'read',
+        'one key per call: `limit` and `mode` apply to a single key (acquire each key in its own call)',
+      );
+    }
     if (this.closed) throw new LockUnavailableError(keys, 'the application is shutting down');
 
     const borrowed: Lease[] = [];
@@ -195,6 +206,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
       missing = [];
       for (const name of keys) {
         const lease = context.leaseFor(name, this);
+        if (lease) checkReentry(name, lease.terms.shape, shape);
         if (lease && !borrowed.includes(lease)) borrowed.push(lease);
         if (!lease) missing.push(name);
       }
@@ -223,7 +235,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
       }
       if (this.closed || !borrowed.every((lease) => lease.isHeld)) {
         // Shutdown began, or a borrowed lease was lost, while this call waited: nothing may be handed out.
-        await this.inFlight.track(this.store.release(names, value).catch(() => undefined));
+        await this.inFlight.track(this.store.release(names, value, 0, shape).catch(() => undefined));
         await this.unpin(borrowed);
         const error = this.closed
           ? new LockUnavailableError(keys, 'the application is shutting down')
@@ -244,6 +256,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         holdUntil: performance.now() + settings.maxHold,
         // Counted from when the grant was seen, i.e. after Redis made it: the hold-over never ends early.
         minHoldUntil: performance.now() + settings.minHold,
+        shape,
       });
       this.held.add(own);
       this.observer.acquired(missing, granted.fences, settings.label, attempt.startedAt, attempt.span);
@@ -268,8 +281,13 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     const deadline = startedAt + (once ? 0 : settings.wait);
     const ttl = Math.min(settings.ttl, settings.maxHold);
     const signal = settings.signal;
+    const shape = settings.shape;
     let watch: ReleaseWatch | undefined;
     let acquired = false;
+    /** A writer whose intent is recorded on the key (new readers queue behind it): withdrawn at the end. */
+    let queued = false;
+    /** Granted with room left for another holder: the wake-up goes on to the next waiter. */
+    let vacant = false;
     try {
       if (!once && this.store.hasWaiters(names)) {
         // No barging: callers of this process already wait for these keys, so queue behind them.
@@ -283,15 +301,17 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         // never left attempting (a borrowed client stays open) nor subscribing after the store closed.
         if (this.closed) throw new LockUnavailableError(keys, 'the application is shutting down');
         const seenBefore = watch?.seen ?? 0;
-        const outcome = await this.attempt(names, value, ttl, keys);
+        const outcome = await this.attempt({ keys: names, token: value, ttl, shape, queued }, keys);
         if (outcome.acquired) {
           if (signal?.aborted) {
-            await this.store.release(names, value).catch(() => undefined);
+            await this.store.release(names, value, 0, shape).catch(() => undefined);
             signal.throwIfAborted();
           }
           acquired = true;
+          vacant = outcome.vacant === true;
           return outcome;
         }
+        if (outcome.queued) queued = true;
         const now = performance.now();
         if (now >= deadline) {
           if (once) return null;
@@ -306,10 +326,12 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         if (watch.seen !== seenBefore) continue;
         const fallback = outcome.retryAfter > 0 ? outcome.retryAfter : settings.ttl;
         const jitter = Math.random() * Math.min(50, fallback / 10 + 1);
-        await watch.next(Math.min(deadline - now, fallback + jitter, MAX_SLEEP_MS), signal);
+        await watch.next(Math.min(deadline - now, fallback + jitter, MAX_SLEEP_MS), signal, queued);
       }
     } finally {
-      watch?.close(acquired);
+      watch?.close(acquired, vacant);
+      // Granted: the intent has done its job. Given up: the readers it kept waiting are told, as by a release.
+      if (queued) void this.store.withdraw(names[0], value, !acquired).catch(() => undefined);
     }
   }
 
@@ -318,11 +340,11 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
    * Redis grants after shutdown began is taken back here, while the store still accepts the release (before,
    * the closed store refused it and the key stayed locked for nobody for a whole ttl).
    */
-  private attempt(names: readonly LockKeyNames[], value: string, ttl: number, keys: readonly string[]): Promise<AcquireOutcome> {
+  private attempt(request: AcquireRequest, keys: readonly string[]): Promise<AcquireOutcome> {
     return this.inFlight.track(
-      this.store.acquire({ keys: names, token: value, ttl }).then(async (outcome) => {
+      this.store.acquire(request).then(async (outcome) => {
         if (!outcome.acquired || !this.closed) return outcome;
-        await this.store.release(names, value).catch(() => undefined);
+        await this.store.release(request.keys, request.token, 0, request.shape).catch(() => undefined);
         throw new LockUnavailableError(keys, 'the application is shutting down');
       }),
     );

@@ -2,7 +2,7 @@ import type { LockKeyNames } from '../stores/lock-store.interface';
 
 /**
  * Derives the Redis names of a lock from its key. The key is wrapped in a hash tag, `prefix{key}`, and the
- * fence counter and release channel extend that name, so every key one lock touches lands in the same
+ * fence counter, release channel, permits record and writer intent extend that name, so every key one lock touches lands in the same
  * Redis Cluster slot. Redis hashes the text between the first `{` and the first `}` after it, or the whole
  * name when that text is empty:
  * - a key containing `}` ends the tag early, but at the same place in all three names: still one slot;
@@ -16,7 +16,14 @@ export class LockKeyNamer {
 
   names(key: string): LockKeyNames {
     const lockKey = `${this.prefix}{${tagSafe(key)}}`;
-    return { name: key, lockKey, fenceKey: `${lockKey}:fence`, channel: `${lockKey}:released` };
+    return {
+      name: key,
+      lockKey,
+      fenceKey: `${lockKey}:fence`,
+      channel: `${lockKey}:released`,
+      permitsKey: `${lockKey}:permits`,
+      writerKey: `${lockKey}:writer`,
+    };
   }
 }
 

@@ -1,6 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { LockLostError } from '../errors';
-import type { LockKeyNames, LockStore } from '../stores/lock-store.interface';
+import type { LockKeyNames, LockShape, LockStore } from '../stores/lock-store.interface';
 import type { RenewalScheduler, ScheduledTask } from './renewal-scheduler';
 
 /** What a lease needs from the service that granted it. */
@@ -31,6 +31,8 @@ export interface LeaseTerms {
   readonly holdUntil: number;
   /** performance.now() time before which a release leaves the lease in place to expire then (minHold). */
   readonly minHoldUntil: number;
+  /** A permit of a semaphore or a reader (one of several holders of the key); a mutex when absent. */
+  readonly shape?: LockShape;
 }
 
 type LeaseState = 'held' | 'released' | 'lost';
@@ -107,7 +109,7 @@ export class Lease implements ScheduledTask {
   async extend(ttl: number): Promise<void> {
     if (this.state !== 'held') throw this.lostReason ?? new LockLostError(this.keys, 'it was already released');
     const sequence = ++this.extensionsSent;
-    const validUntil = await this.host.store.extend({ keys: this.terms.names, token: this.terms.value, ttl });
+    const validUntil = await this.host.store.extend({ keys: this.terms.names, token: this.terms.value, ttl, shape: this.terms.shape });
     if (validUntil === null) {
       const lost = this.lose('the lease had expired or was taken when extending');
       throw lost;
@@ -126,7 +128,7 @@ export class Lease implements ScheduledTask {
     // A lease believed lost may still sit in Redis (its renewal just came too late): delete it anyway.
     // Released before minHold: left in place, still under this token, to expire at grant + minHold.
     const holdFor = Math.ceil(this.terms.minHoldUntil - performance.now());
-    const released = await this.host.store.release(this.terms.names, this.terms.value, Math.max(0, holdFor));
+    const released = await this.host.store.release(this.terms.names, this.terms.value, Math.max(0, holdFor), this.terms.shape);
     return wasHeld && released;
   }
 
@@ -161,7 +163,10 @@ export class Lease implements ScheduledTask {
     const sequence = ++this.extensionsSent;
     let validUntil: number | null;
     try {
-      validUntil = ttl >= 1 ? await this.host.store.extend({ keys: this.terms.names, token: this.terms.value, ttl }) : this.validUntil;
+      validUntil =
+        ttl >= 1
+          ? await this.host.store.extend({ keys: this.terms.names, token: this.terms.value, ttl, shape: this.terms.shape })
+          : this.validUntil;
     } catch (error) {
       this.renewing = false;
       if (this.state !== 'held') return;

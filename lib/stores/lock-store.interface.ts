@@ -15,13 +15,40 @@ export interface LockKeyNames {
   readonly fenceKey: string;
   /** The channel a release of this key is announced on. */
   readonly channel: string;
+  /**
+   * Beside a semaphore's or readers' set at lockKey: what the key is (`#kind`: `semaphore:<limit>` or
+   * `read`) and each holder's fence. Shares lockKey's hash slot.
+   */
+  readonly permitsKey: string;
+  /** A writer waiting behind readers records its token here, so that new readers queue behind it. Same slot. */
+  readonly writerKey: string;
 }
+
+/**
+ * What an acquisition asks to hold (AcquireOptions `limit` / `mode`). A mutex is also the writer of a
+ * read-write lock (`mode: 'write'` is the default); a permit of a semaphore and a reader are "permits":
+ * one of several holders of the key, each with its own token, expiry and fence.
+ */
+export type LockShape =
+  | { readonly kind: 'mutex' }
+  | { readonly kind: 'semaphore'; readonly limit: number }
+  | { readonly kind: 'read' };
+
+/** The shape of a call without `limit` or `mode`. */
+export const MUTEX: LockShape = Object.freeze({ kind: 'mutex' });
 
 export interface AcquireRequest {
   readonly keys: readonly LockKeyNames[];
   readonly token: string;
   /** Lease length in ms. */
   readonly ttl: number;
+  /** What to hold; a mutex when absent. Permit shapes (semaphore, read) come with one key only. */
+  readonly shape?: LockShape;
+  /**
+   * A writer (mutex) whose earlier attempt on this key recorded its writer-waiting intent (the outcome said
+   * `queued`): the attempt keeps the intent fresh while readers still hold the key.
+   */
+  readonly queued?: boolean;
 }
 
 export type AcquireOutcome =
@@ -31,11 +58,21 @@ export type AcquireOutcome =
       readonly fences: readonly number[];
       /** performance.now() time until which the lease is known valid (clock drift already deducted). */
       readonly validUntil: number;
+      /**
+       * Room for another holder right now (a reader, or a permit left): a waiter woken for this grant
+       * passes the wake-up on, so that several waiters get in after one release or expiry.
+       */
+      readonly vacant?: boolean;
     }
   | {
       readonly acquired: false;
       /** ms until the blocking lease would expire if not renewed; -1 when unknown. */
       readonly retryAfter: number;
+      /**
+       * A writer blocked by readers: its writer-waiting intent is now recorded (new readers queue behind
+       * it). Its next attempts say `queued`, and `withdraw` removes the intent when it is done waiting.
+       */
+      readonly queued?: boolean;
     };
 
 /** A held key, as the store sees it (inspect). */
@@ -55,14 +92,19 @@ export interface LockStore {
   readonly kind: string;
   /** One attempt, all keys or none. Rejects with LockUnavailableError when the store cannot answer. */
   acquire(request: AcquireRequest): Promise<AcquireOutcome>;
-  /** Renews every key if all are still held with `token`: the new validUntil, or null when not held. */
+  /** Renews every key if all are still held with `token` (as `shape`): the new validUntil, or null when not held. */
   extend(request: AcquireRequest): Promise<number | null>;
   /**
    * Compare-and-delete of every key; true when all were still held with `token`. With `holdFor` > 0
    * (minHold not yet reached) the keys are not deleted but set to expire in `holdFor` ms, still under
    * `token`; the release is announced all the same, so a waiter re-reads when the key will be free.
    */
-  release(keys: readonly LockKeyNames[], token: string, holdFor?: number): Promise<boolean>;
+  release(keys: readonly LockKeyNames[], token: string, holdFor?: number, shape?: LockShape): Promise<boolean>;
+  /**
+   * Removes the writer-waiting intent `token` recorded on `key` (a writer done waiting: granted, or given
+   * up). `announce`: tell the readers it kept waiting (a writer that gave up), as a release does.
+   */
+  withdraw(key: LockKeyNames, token: string, announce: boolean): Promise<void>;
   isLocked(key: LockKeyNames): Promise<boolean>;
   /** Starts watching the keys for releases, so that a waiter can sleep instead of polling. */
   watch(keys: readonly LockKeyNames[]): ReleaseWatch;
@@ -99,13 +141,15 @@ export interface ReleaseWatch {
   /** Resolves once a release announced from now on is certain to be seen. */
   ready(): Promise<void>;
   /**
-   * Sleeps until a release wakes this waiter (one waiter per release, first come first served),
-   * or `timeoutMs` passes. Rejects with the signal's reason when it aborts.
+   * Sleeps until a release wakes this waiter (one waiter per release, first come first served; `first`:
+   * ahead of the others, for a writer queued behind readers), or `timeoutMs` passes. Rejects with the
+   * signal's reason when it aborts.
    */
-  next(timeoutMs: number, signal?: AbortSignal): Promise<void>;
+  next(timeoutMs: number, signal?: AbortSignal, first?: boolean): Promise<void>;
   /**
    * Stops watching. A wake-up this waiter received but did not use passes to the next waiter, and so does
-   * its turn when it leaves without the lock (`acquired` false).
+   * its turn when it leaves without the lock (`acquired` false), or when it got in and left room for more
+   * (`passOn`: a reader, or a permit left).
    */
-  close(acquired?: boolean): void;
+  close(acquired?: boolean, passOn?: boolean): void;
 }

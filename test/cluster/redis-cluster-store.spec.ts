@@ -123,6 +123,44 @@ describe('Redis store on a real 3-master Redis Cluster (ioredis Cluster as `redi
     const again = await locks.acquire([keys[1], `{${tag}}:other`], { wait: 0 });
     await again.release();
   });
+
+  it('a semaphore on the cluster: its set, permits record, fence and intent keys share one slot; limit 2 holds across two clients', async () => {
+    const first = await apps.start({ redis: client, ttl: 10_000 });
+    const second = await apps.start({ redis: other, ttl: 10_000 });
+    for (const key of [uniqueKey('stripe'), '}lead', uniqueKey('{tag}x')]) {
+      const names = namer.names(key);
+      expect(new Set([names.lockKey, names.fenceKey, names.channel, names.permitsKey, names.writerKey].map(slotOf)).size).toBe(1);
+      const a = await first.locks.acquire(key, { limit: 2 });
+      const b = await second.locks.acquire(key, { limit: 2 });
+      expect(b.fence).toBeGreaterThan(a.fence);
+      expect(await first.locks.tryAcquire(key, { limit: 2 })).toBeNull();
+      // A waiter on the other client is woken by the release (pub/sub through the cluster).
+      const waiting = second.locks.acquire(key, { limit: 2, wait: 8_000 });
+      await sleep(100);
+      await a.release();
+      const c = await waiting;
+      expect((await first.locks.inspect(key))?.holders).toHaveLength(2);
+      await Promise.all([b.release(), c.release()]);
+    }
+  });
+
+  it('a read-write lock on the cluster: readers together, a writer queued behind them (intent key in the same slot) gets in', async () => {
+    const first = await apps.start({ redis: client, ttl: 10_000 });
+    const second = await apps.start({ redis: other, ttl: 10_000 });
+    const key = uniqueKey('report');
+    const readers = [await first.locks.acquire(key, { mode: 'read' }), await second.locks.acquire(key, { mode: 'read' })];
+    const writer = second.locks.acquire(key, { mode: 'write', wait: 8_000 });
+    await sleep(150);
+    // The writer's intent keeps new readers out.
+    expect(await first.locks.tryAcquire(key, { mode: 'read' })).toBeNull();
+    await Promise.all(readers.map((reader) => reader.release()));
+    const written = await writer;
+    expect(written.fence).toBeGreaterThan(Math.max(...readers.map((reader) => reader.fence)));
+    await written.release();
+    const reader = await first.locks.tryAcquire(key, { mode: 'read' });
+    expect(reader).not.toBeNull();
+    await reader?.release();
+  });
 });
 
 /** Resolves once the client has loaded the slot map (`client.slots` is filled). */

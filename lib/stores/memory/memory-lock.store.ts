@@ -1,12 +1,26 @@
 import { LockUnavailableError } from '../../errors';
 import type { StoreHealth } from '../../health/store-health';
-import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
+import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
+import { kindConflict, kindOf } from '../shared/kind-conflict';
 import { ReleaseHub } from '../shared/release-hub';
 
 interface Lease {
   readonly token: string;
   /** The grant's fence, for inspect. */
   readonly fence: number;
+  expiresAt: number;
+}
+
+/** A semaphore's permits or a read-write lock's readers: several holders of one key. */
+interface PermitSet {
+  readonly shape: Exclude<LockShape, { kind: 'mutex' }>;
+  /** Holder token → its fence and expiry. */
+  readonly holders: Map<string, { readonly fence: number; expiresAt: number }>;
+}
+
+/** A writer waiting behind readers (see RedisLockStore: the same protocol). */
+interface Intent {
+  readonly token: string;
   expiresAt: number;
 }
 
@@ -19,6 +33,8 @@ interface Lease {
 export class MemoryLockStore implements LockStore {
   readonly kind = 'memory';
   private readonly leases = new Map<string, Lease>();
+  private readonly permits = new Map<string, PermitSet>();
+  private readonly intents = new Map<string, Intent>();
   private fenceCounter = 0;
   private readonly hub = new ReleaseHub({ subscribe: async () => undefined, unsubscribe: async () => undefined }, 0);
   private readonly sweeper: NodeJS.Timeout;
@@ -33,9 +49,21 @@ export class MemoryLockStore implements LockStore {
   async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     if (this.closed) throw new LockUnavailableError(request.keys.map((key) => key.name), 'the lock store is closed');
     const now = performance.now();
+    if (request.shape && request.shape.kind !== 'mutex') return this.acquirePermit(request, request.shape, now);
     for (const key of request.keys) {
       const lease = this.live(key.lockKey, now);
-      if (lease) return { acquired: false, retryAfter: Math.ceil(lease.expiresAt - now) };
+      if (lease) {
+        if (request.queued) this.intend(key, request, now);
+        return { acquired: false, retryAfter: Math.ceil(lease.expiresAt - now) };
+      }
+      const set = this.livePermits(key.lockKey, now);
+      if (set) {
+        if (set.shape.kind === 'semaphore') throw kindConflict(key.name, set.shape, request.shape);
+        // Readers hold it: a single-key writer records its intent, so new readers queue behind it.
+        const latest = Math.max(...[...set.holders.values()].map((holder) => holder.expiresAt));
+        const queued = request.keys.length === 1 && this.intend(key, request, now);
+        return { acquired: false, retryAfter: Math.ceil(Math.min(latest - now, queued ? request.ttl / 3 : Infinity)), queued };
+      }
     }
     const fences = request.keys.map((key) => {
       const fence = ++this.fenceCounter;
@@ -45,16 +73,77 @@ export class MemoryLockStore implements LockStore {
     return { acquired: true, fences, validUntil: now + request.ttl };
   }
 
+  /** A permit of a semaphore, or a reader: one more holder of the key, if the key admits one now. */
+  private acquirePermit(request: AcquireRequest, shape: Exclude<LockShape, { kind: 'mutex' }>, now: number): AcquireOutcome {
+    const key = request.keys[0];
+    const lease = this.live(key.lockKey, now);
+    if (lease) {
+      if (shape.kind === 'semaphore') throw kindConflict(key.name, { kind: 'mutex' }, shape);
+      return { acquired: false, retryAfter: Math.ceil(lease.expiresAt - now) };
+    }
+    let set = this.livePermits(key.lockKey, now);
+    if (set && (set.shape.kind !== shape.kind || (shape.kind === 'semaphore' && set.shape.kind === 'semaphore' && set.shape.limit !== shape.limit))) {
+      throw kindConflict(key.name, set.shape, shape);
+    }
+    if (shape.kind === 'read') {
+      const intent = this.liveIntent(key.lockKey, now);
+      if (intent) return { acquired: false, retryAfter: Math.ceil(intent.expiresAt - now) };
+    }
+    const limit = shape.kind === 'semaphore' ? shape.limit : Infinity;
+    if (set && set.holders.size >= limit) {
+      const earliest = Math.min(...[...set.holders.values()].map((holder) => holder.expiresAt));
+      return { acquired: false, retryAfter: Math.ceil(earliest - now) };
+    }
+    if (!set) {
+      set = { shape, holders: new Map() };
+      this.permits.set(key.lockKey, set);
+    }
+    const fence = ++this.fenceCounter;
+    set.holders.set(request.token, { fence, expiresAt: now + request.ttl });
+    return { acquired: true, fences: [fence], validUntil: now + request.ttl, vacant: set.holders.size < limit };
+  }
+
+  /** Records (or refreshes) a writer's intent on `key` unless another writer's is there: whether it is this one's. */
+  private intend(key: LockKeyNames, request: AcquireRequest, now: number): boolean {
+    const intent = this.liveIntent(key.lockKey, now);
+    if (intent && intent.token !== request.token) return false;
+    this.intents.set(key.lockKey, { token: request.token, expiresAt: now + request.ttl });
+    return true;
+  }
+
+  async withdraw(key: LockKeyNames, token: string, announce: boolean): Promise<void> {
+    if (this.intents.get(key.lockKey)?.token !== token) return;
+    this.intents.delete(key.lockKey);
+    if (announce) this.hub.announce(key.channel, token);
+  }
+
   async extend(request: AcquireRequest): Promise<number | null> {
     const now = performance.now();
+    if (request.shape && request.shape.kind !== 'mutex') {
+      const holder = this.livePermits(request.keys[0].lockKey, now)?.holders.get(request.token);
+      if (!holder) return null;
+      holder.expiresAt = now + request.ttl;
+      return now + request.ttl;
+    }
     const leases = request.keys.map((key) => this.live(key.lockKey, now));
     if (leases.some((lease) => lease?.token !== request.token)) return null;
     for (const lease of leases) (lease as Lease).expiresAt = now + request.ttl;
     return now + request.ttl;
   }
 
-  async release(keys: readonly LockKeyNames[], token: string, holdFor = 0): Promise<boolean> {
+  async release(keys: readonly LockKeyNames[], token: string, holdFor = 0, shape?: LockShape): Promise<boolean> {
     const now = performance.now();
+    if (shape && shape.kind !== 'mutex') {
+      const key = keys[0];
+      const set = this.livePermits(key.lockKey, now);
+      const holder = set?.holders.get(token);
+      if (!set || !holder) return false;
+      // minHold not reached: the permit stays, under its token, until grant + minHold.
+      if (holdFor > 0) holder.expiresAt = now + holdFor;
+      else this.dropHolder(key.lockKey, set, token);
+      this.hub.announce(key.channel, token);
+      return true;
+    }
     let all = true;
     for (const key of keys) {
       const lease = this.live(key.lockKey, now);
@@ -71,7 +160,8 @@ export class MemoryLockStore implements LockStore {
   }
 
   async isLocked(key: LockKeyNames): Promise<boolean> {
-    return this.live(key.lockKey, performance.now()) !== undefined;
+    const now = performance.now();
+    return this.live(key.lockKey, now) !== undefined || this.livePermits(key.lockKey, now) !== undefined;
   }
 
   watch(keys: readonly LockKeyNames[]): ReleaseWatch {
@@ -88,12 +178,24 @@ export class MemoryLockStore implements LockStore {
 
   async inspect(key: LockKeyNames): Promise<LockState | null> {
     const now = performance.now();
+    const set = this.livePermits(key.lockKey, now);
+    if (set) {
+      const holders = [...set.holders].map(([value, holder]) => ({ value, ttlLeft: Math.ceil(holder.expiresAt - now), fence: holder.fence }));
+      return { kind: kindOf(set.shape), holders };
+    }
     const lease = this.live(key.lockKey, now);
     if (!lease) return null;
     return { kind: 'mutex', holders: [{ value: lease.token, ttlLeft: Math.ceil(lease.expiresAt - now), fence: lease.fence }] };
   }
 
   async forceRelease(key: LockKeyNames): Promise<string[]> {
+    const set = this.livePermits(key.lockKey, performance.now());
+    if (set) {
+      this.permits.delete(key.lockKey);
+      const evicted = [...set.holders.keys()];
+      for (const token of evicted) this.hub.announce(key.channel, token);
+      return evicted;
+    }
     const lease = this.live(key.lockKey, performance.now());
     if (!lease) return [];
     this.leases.delete(key.lockKey);
@@ -110,6 +212,8 @@ export class MemoryLockStore implements LockStore {
     clearInterval(this.sweeper);
     this.hub.clear();
     this.leases.clear();
+    this.permits.clear();
+    this.intents.clear();
   }
 
   /** The lease on a key if it has not expired; an expired one is dropped on the way. */
@@ -122,8 +226,34 @@ export class MemoryLockStore implements LockStore {
     return lease;
   }
 
+  /** The holders of a key held as permits, expired ones dropped on the way (so a crashed holder's permit is reclaimed); undefined when none is left. */
+  private livePermits(lockKey: string, now: number): PermitSet | undefined {
+    const set = this.permits.get(lockKey);
+    if (!set) return undefined;
+    for (const [token, holder] of set.holders) if (holder.expiresAt <= now) set.holders.delete(token);
+    if (set.holders.size > 0) return set;
+    this.permits.delete(lockKey);
+    return undefined;
+  }
+
+  private dropHolder(lockKey: string, set: PermitSet, token: string): void {
+    set.holders.delete(token);
+    if (set.holders.size === 0) this.permits.delete(lockKey);
+  }
+
+  private liveIntent(lockKey: string, now: number): Intent | undefined {
+    const intent = this.intents.get(lockKey);
+    if (intent && intent.expiresAt <= now) {
+      this.intents.delete(lockKey);
+      return undefined;
+    }
+    return intent;
+  }
+
   private sweepExpired(): void {
     const now = performance.now();
     for (const [lockKey, lease] of this.leases) if (lease.expiresAt <= now) this.leases.delete(lockKey);
+    for (const lockKey of [...this.permits.keys()]) this.livePermits(lockKey, now);
+    for (const lockKey of [...this.intents.keys()]) this.liveIntent(lockKey, now);
   }
 }

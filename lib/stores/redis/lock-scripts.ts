@@ -9,8 +9,9 @@
  * Sets every lock key NX PX (all or none: keys set before a busy one are deleted again in the same script;
  * a key already holding this token counts as set, see below), then bumps each key's fence counter (which
  * never expires).
- * Returns {1, fence1..fencen} granted; {0, pttl, holder token} busy; {-1, i} lock key i holds foreign
- * data; {-2, i} fence key i holds foreign data.
+ * Returns {1, fence1..fencen} granted; {0, pttl, holder token} busy; {-3, i, pttl} lock key i holds permits
+ * (a semaphore's, or readers': see permit-scripts.ts; the store then takes the writer's path or refuses the
+ * mix); {-1, i} lock key i holds foreign data; {-2, i} fence key i holds foreign data.
  */
 export const ACQUIRE_SCRIPT = `
 local n = #KEYS / 2
@@ -24,8 +25,12 @@ for i = 1, n do
     else
       local pttl = redis.call('PTTL', KEYS[i])
       for j = 1, i - 1 do redis.call('DEL', KEYS[j]) end
-      if pttl == -1 and redis.call('TYPE', KEYS[i]).ok ~= 'string' then return {-1, i} end
-      if type(holder) ~= 'string' then holder = '' end
+      if type(holder) ~= 'string' then
+        -- Only here, off the hot path: a set of permits (a semaphore, or readers) is this library's too.
+        if redis.call('TYPE', KEYS[i]).ok == 'zset' then return {-3, i, pttl} end
+        if pttl == -1 then return {-1, i} end
+        holder = ''
+      end
       return {0, pttl, holder}
     end
   end
@@ -97,7 +102,8 @@ return 1
 
 /**
  * KEYS: lock keys 1..n, then fence keys 1..n. ARGV: token, then one fence value per key.
- * The Redlock store's fence write-back (compare-and-raise): while every lock key still holds the token,
+ * The Redlock store's fence write-back (compare-and-raise): while every lock key still holds the token (or,
+ * for a permit, has it in its set of holders),
  * raises each fence counter to at least its value; a counter is never lowered.
  * Returns 1 when the counters are now at least the values; 0 when this node no longer holds the lock;
  * {-2, i} when fence key i holds foreign data.
@@ -105,7 +111,11 @@ return 1
 export const RAISE_FENCES_SCRIPT = `
 local n = #KEYS / 2
 for i = 1, n do
-  if redis.pcall('GET', KEYS[i]) ~= ARGV[1] then return 0 end
+  local held = redis.pcall('GET', KEYS[i])
+  if held ~= ARGV[1] then
+    -- A permit (a semaphore's or a reader's) is held when it is a member of the set at the lock key.
+    if type(held) ~= 'table' or type(redis.pcall('ZSCORE', KEYS[i], ARGV[1])) ~= 'string' then return 0 end
+  end
 end
 for i = 1, n do
   local current = redis.pcall('GET', KEYS[n + i])

@@ -4,29 +4,54 @@
  */
 
 /**
- * KEYS: lock key, fence key.
+ * KEYS: lock key, fence key, permits record.
  * Returns {1, value, pttl, fence} when the lock key holds a lease ({0} when free, or when it holds data of
  * another type, which is not a lease). `fence` is the key's fence counter: the holder's own fence, since a
- * grant is the last thing that bumped it (0 when the counter is missing or foreign).
+ * grant is the last thing that bumped it (0 when the counter is missing or foreign). A key held as permits
+ * (see permit-scripts.ts) gives {2, record, value1, ttlLeft1, fence1, ...}: its holders whose lease has not
+ * expired, each with its own fence.
  */
 export const INSPECT_SCRIPT = `
 local value = redis.pcall('GET', KEYS[1])
-if type(value) ~= 'string' then return {0} end
-local fence = redis.pcall('GET', KEYS[2])
-if type(fence) ~= 'string' then fence = '0' end
-return {1, value, redis.call('PTTL', KEYS[1]), fence}
+if type(value) == 'string' then
+  local fence = redis.pcall('GET', KEYS[2])
+  if type(fence) ~= 'string' then fence = '0' end
+  return {1, value, redis.call('PTTL', KEYS[1]), fence}
+end
+if redis.call('TYPE', KEYS[1]).ok ~= 'zset' then return {0} end
+local record = redis.pcall('HGET', KEYS[3], '#kind')
+if type(record) ~= 'string' then return {0} end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local holders = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES')
+if #holders == 0 then return {0} end
+local reply = {2, record}
+for i = 1, #holders, 2 do
+  local fence = redis.call('HGET', KEYS[3], holders[i]) or '0'
+  table.insert(reply, holders[i])
+  table.insert(reply, tonumber(holders[i + 1]) - now)
+  table.insert(reply, fence)
+end
+return reply
 `;
 
 /**
- * KEYS: lock key. ARGV: the key's release channel.
+ * KEYS: lock key, permits record. ARGV: the key's release channel.
  * Deletes the lease whoever holds it and announces the release with the evicted value as payload, as a
  * release does (waiters wake; a Redlock waiter counts it once across nodes). The fence counter is left as it
- * is, so the next grant's fence is greater. Returns the evicted value, or false when there was no lease.
+ * is, so the next grant's fence is greater. Returns the evicted value, or false when there was no lease. A
+ * key held as permits loses every holder, each announced: returns their values (a table).
  */
 export const FORCE_RELEASE_SCRIPT = `
 local value = redis.pcall('GET', KEYS[1])
-if type(value) ~= 'string' then return false end
-redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[1], value)
-return value
+if type(value) == 'string' then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', ARGV[1], value)
+  return value
+end
+if redis.call('TYPE', KEYS[1]).ok ~= 'zset' then return false end
+local holders = redis.call('ZRANGE', KEYS[1], 0, -1)
+redis.call('DEL', KEYS[1], KEYS[2])
+for i = 1, #holders do redis.call('PUBLISH', ARGV[1], holders[i]) end
+return holders
 `;

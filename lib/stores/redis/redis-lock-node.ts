@@ -2,10 +2,13 @@ import { Logger } from '@nestjs/common';
 import { InvalidLockKeyError } from '../../errors';
 import type { MinReplicas, RedisConnection, RedlockNode } from '../../lock-options.interface';
 import { type LockClient, type LockScript, type RedisArgument, createLockClient, lockScript } from '../clients';
-import type { LockKeyNames } from '../lock-store.interface';
+import type { LockKeyNames, LockShape } from '../lock-store.interface';
+import { kindConflict, recordOf, shapeFromRecord } from '../shared/kind-conflict';
 import { withTimeout } from '../shared/with-timeout';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, RAISE_FENCES_SCRIPT, RELEASE_SCRIPT, UNDO_SCRIPT } from './lock-scripts';
 import { FORCE_RELEASE_SCRIPT, INSPECT_SCRIPT } from './operator-scripts';
+import { PERMIT_ACQUIRE_SCRIPT, PERMIT_EXTEND_SCRIPT, PERMIT_RELEASE_SCRIPT, PERMIT_UNDO_SCRIPT } from './permit-scripts';
+import { WITHDRAW_SCRIPT, WRITE_ACQUIRE_SCRIPT } from './read-write-scripts';
 import { ReplicasNotAcknowledgedError } from './replicas-not-acknowledged.error';
 
 /** The scripts, with their SHA; the names are what ioredis registers them as (namespaced, see LockScript). */
@@ -16,9 +19,27 @@ const RAISE_FENCES = lockScript('nestLockRaiseFences', RAISE_FENCES_SCRIPT);
 const UNDO = lockScript('nestLockUndo', UNDO_SCRIPT);
 const INSPECT = lockScript('nestLockInspect', INSPECT_SCRIPT);
 const FORCE_RELEASE = lockScript('nestLockForceRelease', FORCE_RELEASE_SCRIPT);
+const PERMIT_ACQUIRE = lockScript('nestLockPermitAcquire', PERMIT_ACQUIRE_SCRIPT);
+const PERMIT_EXTEND = lockScript('nestLockPermitExtend', PERMIT_EXTEND_SCRIPT);
+const PERMIT_RELEASE = lockScript('nestLockPermitRelease', PERMIT_RELEASE_SCRIPT);
+const PERMIT_UNDO = lockScript('nestLockPermitUndo', PERMIT_UNDO_SCRIPT);
+const WRITE_ACQUIRE = lockScript('nestLockWriteAcquire', WRITE_ACQUIRE_SCRIPT);
+const WITHDRAW = lockScript('nestLockWithdraw', WITHDRAW_SCRIPT);
 
-/** What one node holds at a lock's key (inspect). */
+/** Whether a shape is one holder among several (a semaphore's permit, a reader): the permit scripts. */
+export function isPermit(shape: LockShape | undefined): shape is Exclude<LockShape, { kind: 'mutex' }> {
+  return shape !== undefined && shape.kind !== 'mutex';
+}
+
+/** What one node holds at a lock's key (inspect): each holder. */
 export interface NodeLockState {
+  /** What the key is held as on this node (a read-write lock's readers are 'read'). */
+  readonly shape: LockShape;
+  readonly holders: readonly NodeHolder[];
+}
+
+/** One holder of a lock's key on a node. */
+export interface NodeHolder {
   /** The lease's value, `<token>|<instance>`. */
   readonly value: string;
   /** PTTL: ms until it expires. */
@@ -29,12 +50,19 @@ export interface NodeLockState {
 
 /** One node's answer to an acquire attempt. */
 export type NodeAcquireReply =
-  | { readonly acquired: true; readonly fences: number[] }
+  | {
+      readonly acquired: true;
+      readonly fences: number[];
+      /** A permit or reader granted with room left for another holder. */
+      readonly vacant?: boolean;
+    }
   | {
       readonly acquired: false;
       readonly retryAfter: number;
-      /** Token of the grant holding the key ('' when unknown). */
+      /** Token of the grant holding the key ('' when unknown, or when permits fill it). */
       readonly holder: string;
+      /** A writer blocked by readers whose intent is recorded on this node. */
+      readonly queued?: boolean;
     };
 
 /**
@@ -81,34 +109,111 @@ export class RedisLockNode {
     return this.lastFailed;
   }
 
-  async acquire(keys: readonly LockKeyNames[], token: string, ttl: number, timeoutMs: number): Promise<NodeAcquireReply> {
+  /**
+   * One attempt: a mutex (also a read-write lock's writer) through ACQUIRE_SCRIPT, a permit or reader
+   * through PERMIT_ACQUIRE_SCRIPT. A single-key writer that met readers, or was queued behind them before,
+   * goes through WRITE_ACQUIRE_SCRIPT (one more round trip the first time, only then).
+   */
+  async acquire(
+    keys: readonly LockKeyNames[],
+    token: string,
+    ttl: number,
+    timeoutMs: number,
+    shape?: LockShape,
+    queued = false,
+  ): Promise<NodeAcquireReply> {
+    if (isPermit(shape)) return this.acquirePermit(keys[0], token, ttl, timeoutMs, shape);
+    if (queued && keys.length === 1) return this.acquireWrite(keys[0], token, ttl, timeoutMs);
     const names: string[] = [];
     for (const key of keys) names.push(key.lockKey);
     for (const key of keys) names.push(key.fenceKey);
-    let reply: number[];
-    try {
-      reply = (await this.write(ACQUIRE, names, [token, ttl], timeoutMs, keys, (answer) => Number((answer as number[])[0]) === 1, 'grant')) as number[];
-    } catch (error) {
-      // Granted, but on too few replicas to survive a failover: take it back before saying so.
-      if (error instanceof ReplicasNotAcknowledgedError) await this.undo(keys, token, timeoutMs).catch(() => undefined);
-      throw error;
-    }
+    const reply = (await this.granting(ACQUIRE, names, [token, ttl], keys, token, timeoutMs)) as number[];
     const status = Number(reply[0]);
     if (status === 1) return { acquired: true, fences: reply.slice(1).map(Number) };
     if (status === 0) return { acquired: false, retryAfter: Number(reply[1]), holder: String(reply[2] ?? '') };
-    const key = keys[Number(reply[1]) - 1];
-    throw new InvalidLockKeyError(
+    if (status === -3) {
+      // Permits hold the key: readers (this is their writer) or a semaphore (a mix, refused). A writer for
+      // several keys only waits: queueing it on one key would keep readers of that key out for nothing.
+      if (keys.length === 1) return this.acquireWrite(keys[0], token, ttl, timeoutMs);
+      return { acquired: false, retryAfter: Number(reply[2]), holder: '' };
+    }
+    throw this.foreignData(keys[Number(reply[1]) - 1], status === -1 ? 'lock' : 'fence');
+  }
+
+  /** A writer on a key that readers may hold (see read-write-scripts.ts). */
+  private async acquireWrite(key: LockKeyNames, token: string, ttl: number, timeoutMs: number): Promise<NodeAcquireReply> {
+    const names = [key.lockKey, key.fenceKey, key.permitsKey, key.writerKey];
+    const reply = (await this.granting(WRITE_ACQUIRE, names, [token, ttl], [key], token, timeoutMs)) as unknown[];
+    const status = Number(reply[0]);
+    if (status === 1) return { acquired: true, fences: [Number(reply[1])] };
+    if (status === 0) {
+      return { acquired: false, retryAfter: Number(reply[1]), holder: String(reply[2] ?? ''), queued: Number(reply[3]) === 1 };
+    }
+    if (status === -3) throw kindConflict(key.name, shapeFromRecord(String(reply[1])) ?? { kind: 'mutex' }, undefined);
+    throw this.foreignData(key, status === -1 ? 'lock' : 'fence');
+  }
+
+  /** A semaphore's permit or a reader (see permit-scripts.ts). */
+  private async acquirePermit(
+    key: LockKeyNames,
+    token: string,
+    ttl: number,
+    timeoutMs: number,
+    shape: Exclude<LockShape, { kind: 'mutex' }>,
+  ): Promise<NodeAcquireReply> {
+    const names = [key.lockKey, key.fenceKey, key.permitsKey, key.writerKey];
+    const limit = shape.kind === 'semaphore' ? shape.limit : 0;
+    const reply = (await this.granting(PERMIT_ACQUIRE, names, [token, ttl, recordOf(shape), limit], [key], token, timeoutMs, shape)) as unknown[];
+    const status = Number(reply[0]);
+    if (status === 1) return { acquired: true, fences: [Number(reply[1])], vacant: Number(reply[2]) === 1 };
+    if (status === 0) return { acquired: false, retryAfter: Number(reply[1]), holder: '' };
+    if (status === -3) {
+      const found = String(reply[1]);
+      throw kindConflict(key.name, found === 'mutex' ? { kind: 'mutex' } : (shapeFromRecord(found) ?? { kind: 'mutex' }), shape);
+    }
+    throw this.foreignData(key, status === -1 ? 'lock' : 'fence');
+  }
+
+  /** Runs a granting script; a grant too few replicas acknowledged is taken back before rejecting. */
+  private async granting(
+    script: LockScript,
+    names: readonly string[],
+    args: readonly RedisArgument[],
+    keys: readonly LockKeyNames[],
+    token: string,
+    timeoutMs: number,
+    shape?: LockShape,
+  ): Promise<unknown> {
+    try {
+      return await this.write(script, names, args, timeoutMs, keys, (answer) => Number((answer as number[])[0]) === 1, 'grant');
+    } catch (error) {
+      // Granted, but on too few replicas to survive a failover: take it back before saying so.
+      if (error instanceof ReplicasNotAcknowledgedError) await this.undo(keys, token, timeoutMs, shape).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  private foreignData(key: LockKeyNames, which: 'lock' | 'fence'): InvalidLockKeyError {
+    return new InvalidLockKeyError(
       key.name,
-      `Redis key ${JSON.stringify(status === -1 ? key.lockKey : key.fenceKey)} holds data that is not this library's; ` +
+      `Redis key ${JSON.stringify(which === 'lock' ? key.lockKey : key.fenceKey)} holds data that is not this library's; ` +
         `choose another key or keyPrefix`,
     );
   }
 
-  async extend(keys: readonly LockKeyNames[], token: string, ttl: number, timeoutMs: number): Promise<boolean> {
-    const names = keys.map((key) => key.lockKey);
+  async extend(keys: readonly LockKeyNames[], token: string, ttl: number, timeoutMs: number, shape?: LockShape): Promise<boolean> {
+    const permit = isPermit(shape);
+    const names = permit ? [keys[0].lockKey, keys[0].permitsKey] : keys.map((key) => key.lockKey);
     // A renewal too few replicas saw does not count: the lease keeps the validity it had (and retries).
-    const reply = await this.write(EXTEND, names, [token, ttl], timeoutMs, keys, (answer) => Number(answer) === 1, 'renewal');
+    const reply = await this.write(permit ? PERMIT_EXTEND : EXTEND, names, [token, ttl], timeoutMs, keys, (answer) => Number(answer) === 1, 'renewal');
     return Number(reply) === 1;
+  }
+
+  /**
+   * Removes a writer's intent (see WITHDRAW_SCRIPT); with `announce`, wakes the readers it kept waiting.
+   */
+  async withdraw(key: LockKeyNames, token: string, announce: boolean, timeoutMs: number): Promise<void> {
+    await this.run(WITHDRAW, [key.writerKey], [token, announce ? 1 : 0, key.channel], timeoutMs, [key]);
   }
 
   /**
@@ -116,7 +221,12 @@ export class RedisLockNode {
    * left to expire in that many ms (minHold). No WAIT: a release that a failover loses only leaves a lease
    * to expire on its own, which delays the next holder and never admits two.
    */
-  async release(keys: readonly LockKeyNames[], token: string, timeoutMs: number, holdFor = 0): Promise<number> {
+  async release(keys: readonly LockKeyNames[], token: string, timeoutMs: number, holdFor = 0, shape?: LockShape): Promise<number> {
+    if (isPermit(shape)) {
+      const key = keys[0];
+      const args = [token, Math.max(0, Math.ceil(holdFor)), key.channel];
+      return Number(await this.run(PERMIT_RELEASE, [key.lockKey, key.permitsKey], args, timeoutMs, keys));
+    }
     const names = keys.map((key) => key.lockKey);
     const args: RedisArgument[] = [token, Math.max(0, Math.ceil(holdFor))];
     for (const key of keys) args.push(key.channel);
@@ -125,7 +235,11 @@ export class RedisLockNode {
   }
 
   /** Takes back an attempt that did not become a lock, silently (see UNDO_SCRIPT). */
-  async undo(keys: readonly LockKeyNames[], token: string, timeoutMs: number): Promise<void> {
+  async undo(keys: readonly LockKeyNames[], token: string, timeoutMs: number, shape?: LockShape): Promise<void> {
+    if (isPermit(shape)) {
+      await this.run(PERMIT_UNDO, [keys[0].lockKey, keys[0].permitsKey], [token], timeoutMs, keys);
+      return;
+    }
     await this.run(UNDO, keys.map((key) => key.lockKey), [token], timeoutMs, keys);
   }
 
@@ -139,27 +253,31 @@ export class RedisLockNode {
     for (const key of keys) names.push(key.lockKey);
     for (const key of keys) names.push(key.fenceKey);
     const reply = await this.write(RAISE_FENCES, names, [token, ...fences], timeoutMs, keys, (answer) => Number(answer) === 1, 'fence');
-    if (Array.isArray(reply)) {
-      const key = keys[Number(reply[1]) - 1];
-      throw new InvalidLockKeyError(
-        key.name,
-        `Redis key ${JSON.stringify(key.fenceKey)} holds data that is not this library's; choose another key or keyPrefix`,
-      );
-    }
+    if (Array.isArray(reply)) throw this.foreignData(keys[Number(reply[1]) - 1], 'fence');
     return Number(reply) === 1;
   }
 
-  /** The lease at `key` on this node, or null when there is none (see INSPECT_SCRIPT). */
+  /** What holds `key` on this node, or null when nothing does (see INSPECT_SCRIPT). */
   async inspect(key: LockKeyNames, timeoutMs: number): Promise<NodeLockState | null> {
-    const reply = (await this.run(INSPECT, [key.lockKey, key.fenceKey], [], timeoutMs, [key])) as unknown[];
-    if (Number(reply[0]) !== 1) return null;
-    return { value: String(reply[1]), ttlLeft: Number(reply[2]), fence: Number(reply[3]) };
+    const reply = (await this.run(INSPECT, [key.lockKey, key.fenceKey, key.permitsKey], [], timeoutMs, [key])) as unknown[];
+    const status = Number(reply[0]);
+    if (status === 1) {
+      return { shape: { kind: 'mutex' }, holders: [{ value: String(reply[1]), ttlLeft: Number(reply[2]), fence: Number(reply[3]) }] };
+    }
+    if (status !== 2) return null;
+    const holders: NodeHolder[] = [];
+    for (let i = 2; i + 2 < reply.length; i += 3) {
+      holders.push({ value: String(reply[i]), ttlLeft: Number(reply[i + 1]), fence: Number(reply[i + 2]) });
+    }
+    const shape = shapeFromRecord(String(reply[1]));
+    return shape ? { shape, holders } : null;
   }
 
-  /** Deletes the lease at `key` whoever holds it, announcing the release: the value evicted, or null. */
-  async forceRelease(key: LockKeyNames, timeoutMs: number): Promise<string | null> {
-    const reply = await this.run(FORCE_RELEASE, [key.lockKey], [key.channel], timeoutMs, [key]);
-    return typeof reply === 'string' ? reply : null;
+  /** Deletes every lease at `key` whoever holds it, announcing each release: the values evicted. */
+  async forceRelease(key: LockKeyNames, timeoutMs: number): Promise<string[]> {
+    const reply = await this.run(FORCE_RELEASE, [key.lockKey, key.permitsKey], [key.channel], timeoutMs, [key]);
+    if (typeof reply === 'string') return [reply];
+    return Array.isArray(reply) ? reply.map(String) : [];
   }
 
   async exists(key: LockKeyNames, timeoutMs: number): Promise<boolean> {

@@ -1,7 +1,8 @@
 import { LockError, LockUnavailableError } from '../../errors';
 import type { MinReplicas, RedisConnection } from '../../lock-options.interface';
 import { roundMs, type StoreHealth } from '../../health/store-health';
-import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
+import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
+import { kindOf } from '../shared/kind-conflict';
 import { clockDrift, commandTimeoutFor } from '../shared/timing';
 import { ReleaseHub } from '../shared/release-hub';
 import { RedisLockNode, StoreClosedError } from './redis-lock-node';
@@ -45,25 +46,25 @@ export class RedisLockStore implements LockStore {
     const startedAt = performance.now();
     const timeout = this.timeout(ttl);
     try {
-      const reply = await this.node.acquire(request.keys, request.token, ttl, timeout);
-      if (!reply.acquired) return { acquired: false, retryAfter: reply.retryAfter };
+      const reply = await this.node.acquire(request.keys, request.token, ttl, timeout, request.shape, request.queued);
+      if (!reply.acquired) return { acquired: false, retryAfter: reply.retryAfter, queued: reply.queued };
       const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
       if (validUntil <= performance.now()) {
         // The answer came too late for the lease (a stalled event loop, a slow network): it may already
         // have expired and been granted again. Never hand it out.
-        this.node.undo(request.keys, request.token, timeout).catch(() => undefined);
+        this.node.undo(request.keys, request.token, timeout, request.shape).catch(() => undefined);
         throw new LockUnavailableError(
           request.keys.map((key) => key.name),
           `Redis answered after the lease's validity (ttl ${ttl} ms minus drift) had passed`,
         );
       }
-      return { acquired: true, fences: reply.fences, validUntil };
+      return { acquired: true, fences: reply.fences, validUntil, vacant: reply.vacant };
     } catch (error) {
       if (mayHaveRun(error)) {
         // The script may have run, or may still run, although no answer came: a timeout, or the driver
         // giving up on a command it had sent (a reset connection, MaxRetriesPerRequestError). Take back
         // whatever it granted under this token, or the key would stay locked for nobody for a whole ttl.
-        this.node.undo(request.keys, request.token, timeout).catch(() => undefined);
+        this.node.undo(request.keys, request.token, timeout, request.shape).catch(() => undefined);
       }
       throw this.unavailable(error, request.keys, 'acquire');
     }
@@ -73,7 +74,7 @@ export class RedisLockStore implements LockStore {
     const ttl = Math.max(1, Math.round(request.ttl));
     const startedAt = performance.now();
     try {
-      const extended = await this.node.extend(request.keys, request.token, ttl, this.timeout(ttl));
+      const extended = await this.node.extend(request.keys, request.token, ttl, this.timeout(ttl), request.shape);
       const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
       // A renewal answered after its own validity ended proves nothing about now: the lease is lost.
       return extended && validUntil > performance.now() ? validUntil : null;
@@ -82,9 +83,9 @@ export class RedisLockStore implements LockStore {
     }
   }
 
-  async release(keys: readonly LockKeyNames[], token: string, holdFor = 0): Promise<boolean> {
+  async release(keys: readonly LockKeyNames[], token: string, holdFor = 0, shape?: LockShape): Promise<boolean> {
     try {
-      const released = this.node.release(keys, token, this.timeout(undefined), holdFor);
+      const released = this.node.release(keys, token, this.timeout(undefined), holdFor, shape);
       // The release is now queued on the connection: a local waiter woken here sends its attempt on the
       // same connection right behind it, so Redis runs that attempt just after the delete — a handover in
       // one round trip. The PUBLISH of this release carries the same token, and the hub counts it once.
@@ -92,6 +93,14 @@ export class RedisLockStore implements LockStore {
       return (await released) === keys.length;
     } catch (error) {
       throw this.unavailable(error, keys, 'release');
+    }
+  }
+
+  async withdraw(key: LockKeyNames, token: string, announce: boolean): Promise<void> {
+    try {
+      await this.node.withdraw(key, token, announce, this.timeout(undefined));
+    } catch (error) {
+      throw this.unavailable(error, [key], 'withdraw');
     }
   }
 
@@ -122,7 +131,7 @@ export class RedisLockStore implements LockStore {
   async inspect(key: LockKeyNames): Promise<LockState | null> {
     try {
       const state = await this.node.inspect(key, this.timeout(undefined));
-      return state && { kind: 'mutex', holders: [state] };
+      return state && { kind: kindOf(state.shape), holders: state.holders };
     } catch (error) {
       throw this.unavailable(error, [key], 'inspect');
     }
@@ -130,8 +139,7 @@ export class RedisLockStore implements LockStore {
 
   async forceRelease(key: LockKeyNames): Promise<string[]> {
     try {
-      const evicted = await this.node.forceRelease(key, this.timeout(undefined));
-      return evicted === null ? [] : [evicted];
+      return await this.node.forceRelease(key, this.timeout(undefined));
     } catch (error) {
       throw this.unavailable(error, [key], 'forceRelease');
     }

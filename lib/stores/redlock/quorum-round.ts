@@ -3,6 +3,16 @@ export function quorumOf(nodeCount: number): number {
   return Math.floor(nodeCount / 2) + 1;
 }
 
+/**
+ * How many of `nodeCount` nodes must hold a permit of a semaphore of `limit`: each node admits `limit`
+ * holders, so holders on q nodes each number at most floor(N·limit/q); q = floor(N·limit/(limit+1)) + 1
+ * keeps that at `limit`. It is the majority for limit 1, N for limit ≥ N − 1 (3 nodes, limit 2 or more:
+ * every node), and never below the majority (any two grants share a node, which the fences need).
+ */
+export function semaphoreQuorumOf(nodeCount: number, limit: number): number {
+  return Math.max(quorumOf(nodeCount), Math.floor((nodeCount * limit) / (limit + 1)) + 1);
+}
+
 /** One node's answer in a round: its reply, or the error it failed with (a timeout included). */
 export type NodeAnswer<T> =
   | { readonly node: number; readonly ok: true; readonly value: T }

@@ -1,12 +1,13 @@
-import { InvalidLockKeyError, LockUnavailableError } from '../../errors';
+import { InvalidLockKeyError, LockOptionsError, LockUnavailableError } from '../../errors';
 import type { MinReplicas, RedlockNode } from '../../lock-options.interface';
 import { type NodeHealth, roundMs, type StoreHealth } from '../../health/store-health';
-import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
-import { type NodeAcquireReply, RedisLockNode } from '../redis/redis-lock-node';
+import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
+import { type NodeAcquireReply, type NodeHolder, RedisLockNode, isPermit } from '../redis/redis-lock-node';
+import { kindOf } from '../shared/kind-conflict';
 import { ReleaseHub } from '../shared/release-hub';
 import { clockDrift, commandTimeoutFor } from '../shared/timing';
 import { type NodeGrant, writeBackFences } from './fence-write-back';
-import { type NodeAnswer, QuorumRound, quorumOf } from './quorum-round';
+import { type NodeAnswer, QuorumRound, quorumOf, semaphoreQuorumOf } from './quorum-round';
 
 export interface RedlockLockStoreOptions {
   readonly driftFactor: number;
@@ -21,6 +22,9 @@ export interface RedlockLockStoreOptions {
 
 /** Mean delay before retrying a key whose nodes were split between contending attempts. */
 const CONTENDED_RETRY_MS = 20;
+
+/** Mean delay before retrying a semaphore whose nodes were split between attempts (or hold stale permits). */
+const PERMIT_CONTENDED_RETRY_MS = 100;
 
 /** How a round of votes ended. */
 type Verdict = 'for' | 'against' | 'unavailable';
@@ -112,53 +116,74 @@ export class RedlockLockStore implements LockStore {
   private async attempt(request: AcquireRequest): Promise<AcquireOutcome> {
     const ttl = Math.max(1, Math.round(request.ttl));
     const timeout = this.timeout(ttl);
-    const { keys, token } = request;
+    const { keys, token, shape } = request;
+    const quorum = this.quorumFor(shape);
     const startedAt = performance.now();
-    const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].acquire(keys, token, ttl, timeout));
-    const verdict = await round.decide((answers) => this.acquireVerdict(answers));
+    const round = new QuorumRound(this.nodes.length, (node) =>
+      this.nodes[node].acquire(keys, token, ttl, timeout, shape, request.queued),
+    );
+    const verdict = await round.decide((answers) => this.acquireVerdict(answers, quorum));
     const answers = round.answersSoFar();
+    // A writer queued on any node withdraws its intent from every node when done waiting.
+    const queued = answers.some((answer) => answer.ok && !answer.value.acquired && answer.value.queued === true);
 
     if (verdict === 'for') {
       const grants: NodeGrant[] = [];
+      let vacant = false;
       for (const answer of answers) {
-        if (answer.ok && answer.value.acquired) grants.push({ node: answer.node, fences: answer.value.fences });
+        if (answer.ok && answer.value.acquired) {
+          grants.push({ node: answer.node, fences: answer.value.fences });
+          vacant ||= answer.value.vacant === true;
+        }
       }
       let fences: number[] | undefined;
       try {
-        fences = await writeBackFences(this.nodes, grants, keys, token, this.quorum, timeout);
+        fences = await writeBackFences(this.nodes, grants, keys, token, quorum, timeout);
       } catch (error) {
-        await this.undo(round, keys, token, timeout);
+        await this.undo(round, keys, token, timeout, shape);
         throw error;
       }
       const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
-      if (fences && validUntil > performance.now()) return { acquired: true, fences, validUntil };
-      await this.undo(round, keys, token, timeout);
+      if (fences && validUntil > performance.now()) return { acquired: true, fences, validUntil, vacant };
+      await this.undo(round, keys, token, timeout, shape);
       throw this.unavailable(
         keys,
         'acquire',
         fences
           ? `a quorum granted the lock only after its validity (ttl ${ttl} ms − elapsed − drift) had run out; ` +
               'the nodes answer too slowly for this ttl (or the event loop was blocked)'
-          : `fewer than ${this.quorum} of ${this.nodes.length} nodes confirmed the lock's fencing token`,
+          : `fewer than ${quorum} of ${this.nodes.length} nodes confirmed the lock's fencing token`,
         answers,
       );
     }
 
-    await this.undo(round, keys, token, timeout);
+    await this.undo(round, keys, token, timeout, shape);
     if (verdict === 'unavailable') {
-      throw this.unavailable(keys, 'acquire', this.tooFewNodes(answers), answers);
+      throw this.unavailable(keys, 'acquire', this.tooFewNodes(answers, quorum), answers);
     }
     const busy: number[] = [];
     const holders = new Map<string, number>();
     let failed = 0;
+    let granted = 0;
     for (const answer of answers) {
-      // Foreign data at a key that kept this lock from a quorum is the caller's to fix (key or keyPrefix).
-      if (!answer.ok && answer.error instanceof InvalidLockKeyError) throw answer.error;
+      // Foreign data at a key, or a key held as another kind of lock, that kept this lock from a quorum is
+      // the caller's to fix (key, keyPrefix, or the same limit/mode everywhere).
+      if (!answer.ok && isCallersMistake(answer.error)) throw answer.error;
       if (!answer.ok) failed++;
       else if (!answer.value.acquired) {
         busy.push(answer.value.retryAfter);
         holders.set(answer.value.holder, (holders.get(answer.value.holder) ?? 0) + 1);
-      }
+      } else granted++;
+    }
+    if (shape?.kind === 'semaphore') {
+      // Permits name no holder. Nodes split between this attempt and others (each undone, silently) or a
+      // node full of permits the others lack (a holder that lost its quorum, until they expire): look
+      // again soon, at a random moment. Otherwise every busy node is full: a release wakes this waiter,
+      // or the earliest permit's expiry on the nodes that must free one.
+      const leasesEnd = this.retryAfter(busy, failed, quorum);
+      if (granted === 0) return { acquired: false, retryAfter: leasesEnd, queued };
+      const contended = Math.ceil(PERMIT_CONTENDED_RETRY_MS * (0.5 + Math.random()));
+      return { acquired: false, retryAfter: leasesEnd >= 0 ? Math.min(leasesEnd, contended) : contended, queued };
     }
     const most = Math.max(0, ...holders.values());
     if (most < this.quorum) {
@@ -173,7 +198,7 @@ export class RedlockLockStore implements LockStore {
         // Nor could one with them: the key is contended by attempts that split the nodes between them and
         // are being undone (or by leases about to expire). Nobody will announce a release: try again soon,
         // at a random moment so that the contenders do not split the nodes again.
-        return { acquired: false, retryAfter: Math.ceil(CONTENDED_RETRY_MS * (0.5 + Math.random())) };
+        return { acquired: false, retryAfter: Math.ceil(CONTENDED_RETRY_MS * (0.5 + Math.random())), queued };
       }
       // A holder may hold a quorum with the nodes that are down (or had one: a holder left on fewer than a
       // quorum of the live nodes cannot renew, and its leases run out at their PTTL), or it is another
@@ -181,26 +206,37 @@ export class RedlockLockStore implements LockStore {
       // Retrying every few ms would spin for as long as such leases last, and so many attempts would keep
       // splitting the live nodes between them: look again after about one node timeout, or when the leases
       // end if sooner (a release still wakes the waiters at once).
-      const leasesEnd = this.retryAfter(busy, failed);
+      const leasesEnd = this.retryAfter(busy, failed, quorum);
       const partialGrantsEnd = Math.ceil(timeout * (0.5 + Math.random()));
-      return { acquired: false, retryAfter: leasesEnd >= 0 ? Math.min(leasesEnd, partialGrantsEnd) : partialGrantsEnd };
+      return { acquired: false, retryAfter: leasesEnd >= 0 ? Math.min(leasesEnd, partialGrantsEnd) : partialGrantsEnd, queued };
     }
-    return { acquired: false, retryAfter: this.retryAfter(busy, failed) };
+    return { acquired: false, retryAfter: this.retryAfter(busy, failed, quorum), queued };
+  }
+
+  /**
+   * How many nodes must hold a lock of this shape. A mutex, a writer or a reader: a majority (any reader's
+   * quorum and any writer's share a node, which refuses one of them). A semaphore of limit n: each node
+   * admits n holders, so with q nodes per holder up to floor(N·n/q) holders fit on N nodes, and a majority
+   * is not enough (N = 3, n = 3, q = 2: four holders). q = floor(N·n/(n+1)) + 1 makes n + 1 impossible.
+   */
+  quorumFor(shape: LockShape | undefined): number {
+    return shape?.kind === 'semaphore' ? semaphoreQuorumOf(this.nodes.length, shape.limit) : this.quorum;
   }
 
   async extend(request: AcquireRequest): Promise<number | null> {
     const ttl = Math.max(1, Math.round(request.ttl));
     const timeout = this.timeout(ttl);
     const startedAt = performance.now();
+    const quorum = this.quorumFor(request.shape);
     const round = new QuorumRound(this.nodes.length, (node) =>
-      this.nodes[node].extend(request.keys, request.token, ttl, timeout),
+      this.nodes[node].extend(request.keys, request.token, ttl, timeout, request.shape),
     );
     const verdict = await round.decide<Verdict>((answers, pending) => {
       const extended = answers.filter((answer) => answer.ok && answer.value).length;
       const refused = answers.filter((answer) => answer.ok && !answer.value).length;
-      if (extended >= this.quorum) return 'for';
+      if (extended >= quorum) return 'for';
       // Refusals are proof: a quorum can no longer hold the lock with this token.
-      if (refused > this.nodes.length - this.quorum) return 'against';
+      if (refused > this.nodes.length - quorum) return 'against';
       // Unanswered nodes might still hold it: not proof of loss, so the lease retries until its deadline.
       return pending === 0 ? 'unavailable' : undefined;
     });
@@ -210,7 +246,7 @@ export class RedlockLockStore implements LockStore {
       throw this.unavailable(
         request.keys,
         'extend',
-        `renewed on ${extended} of ${this.nodes.length} Redlock nodes, a quorum is ${this.quorum}; ` +
+        `renewed on ${extended} of ${this.nodes.length} Redlock nodes, a quorum is ${quorum}; ` +
           'the others refused or did not answer',
         answers,
       );
@@ -221,21 +257,28 @@ export class RedlockLockStore implements LockStore {
     return validUntil > performance.now() ? validUntil : null;
   }
 
-  async release(keys: readonly LockKeyNames[], token: string, holdFor = 0): Promise<boolean> {
+  async release(keys: readonly LockKeyNames[], token: string, holdFor = 0, shape?: LockShape): Promise<boolean> {
     const timeout = this.timeout(undefined);
+    const quorum = this.quorumFor(shape);
     // With holdFor (minHold): every node that granted keeps the lease until grant + minHold.
-    const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].release(keys, token, timeout, holdFor));
+    const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].release(keys, token, timeout, holdFor, shape));
     // The deletes are now queued on every node's connection: a local waiter woken here sends its attempt
     // right behind them on the same connections, so each node runs it just after the delete (a handover in
     // one round trip). The nodes' PUBLISH of this release carry the same token, and the hub counts it once.
     for (const key of keys) this.hub.handOver(key.channel, token);
     const verdict = await round.decide<Verdict>((answers) =>
-      this.tally(answers.filter((answer) => answer.ok && answer.value === keys.length).length, answers),
+      this.tally(answers.filter((answer) => answer.ok && answer.value === keys.length).length, answers, quorum),
     );
     if (verdict === 'unavailable') {
-      throw this.unavailable(keys, 'release', this.tooFewNodes(round.answersSoFar()), round.answersSoFar());
+      throw this.unavailable(keys, 'release', this.tooFewNodes(round.answersSoFar(), quorum), round.answersSoFar());
     }
     return verdict === 'for';
+  }
+
+  /** Removes a writer's intent from every node that answers (each expires on its own otherwise). */
+  async withdraw(key: LockKeyNames, token: string, announce: boolean): Promise<void> {
+    const timeout = this.timeout(undefined);
+    await this.everyNode((node) => node.withdraw(key, token, announce, timeout));
   }
 
   async isLocked(key: LockKeyNames): Promise<boolean> {
@@ -268,9 +311,10 @@ export class RedlockLockStore implements LockStore {
   }
 
   /**
-   * What a quorum says: every node is asked, and a lease is reported when a quorum of nodes hold the same
-   * value. Its ttlLeft is how long a quorum will still hold it (the quorum-th longest PTTL), its fence the
-   * largest counter on those nodes (the grant's fence, written back to a quorum when they differed).
+   * What a quorum says: every node is asked, and a holder is reported when a quorum of nodes (for its
+   * shape, see quorumFor) hold the same value. Its ttlLeft is how long a quorum will still hold it (the
+   * quorum-th longest PTTL), its fence the largest on those nodes (the grant's fence, written back to a
+   * quorum when they differed).
    */
   async inspect(key: LockKeyNames): Promise<LockState | null> {
     const timeout = this.timeout(undefined);
@@ -278,20 +322,25 @@ export class RedlockLockStore implements LockStore {
     if (answers.filter((answer) => answer.ok).length < this.quorum) {
       throw this.unavailable([key], 'inspect', this.tooFewNodes(answers), answers);
     }
-    const byValue = new Map<string, { ttlLeft: number; fence: number }[]>();
+    const byValue = new Map<string, { shape: LockShape; states: NodeHolder[] }>();
     for (const answer of answers) {
       if (!answer.ok || !answer.value) continue;
-      const states = byValue.get(answer.value.value) ?? [];
-      states.push(answer.value);
-      byValue.set(answer.value.value, states);
+      for (const holder of answer.value.holders) {
+        const entry = byValue.get(holder.value) ?? { shape: answer.value.shape, states: [] };
+        entry.states.push(holder);
+        byValue.set(holder.value, entry);
+      }
     }
-    const holders: { value: string; ttlLeft: number; fence: number }[] = [];
-    for (const [value, states] of byValue) {
-      if (states.length < this.quorum) continue;
+    const holders: NodeHolder[] = [];
+    let kind: LockState['kind'] = 'mutex';
+    for (const [value, { shape, states }] of byValue) {
+      const quorum = this.quorumFor(shape);
+      if (states.length < quorum) continue;
+      kind = kindOf(shape);
       const ttls = states.map((state) => state.ttlLeft).sort((a, b) => b - a);
-      holders.push({ value, ttlLeft: ttls[this.quorum - 1], fence: Math.max(...states.map((state) => state.fence)) });
+      holders.push({ value, ttlLeft: ttls[quorum - 1], fence: Math.max(...states.map((state) => state.fence)) });
     }
-    return holders.length > 0 ? { kind: 'mutex', holders } : null;
+    return holders.length > 0 ? { kind, holders } : null;
   }
 
   /**
@@ -305,7 +354,7 @@ export class RedlockLockStore implements LockStore {
       throw this.unavailable([key], 'forceRelease', `${this.tooFewNodes(answers)}; those that answered deleted their part`, answers);
     }
     const evicted = new Set<string>();
-    for (const answer of answers) if (answer.ok && answer.value !== null) evicted.add(answer.value);
+    for (const answer of answers) if (answer.ok) for (const value of answer.value) evicted.add(value);
     return [...evicted];
   }
 
@@ -346,15 +395,15 @@ export class RedlockLockStore implements LockStore {
   }
 
   /** Acquire votes: a refusal is a busy key (or foreign data at it); see verdict(). */
-  private acquireVerdict(answers: readonly NodeAnswer<NodeAcquireReply>[]): Verdict | undefined {
+  private acquireVerdict(answers: readonly NodeAnswer<NodeAcquireReply>[], quorum: number): Verdict | undefined {
     const granted = answers.filter((answer) => answer.ok && answer.value.acquired).length;
-    const failed = answers.filter((answer) => !answer.ok && !(answer.error instanceof InvalidLockKeyError)).length;
-    return this.verdict(granted, failed, answers.length);
+    const failed = answers.filter((answer) => !answer.ok && !isCallersMistake(answer.error)).length;
+    return this.verdict(granted, failed, answers.length, quorum);
   }
 
   /** Yes/no votes: `yes` on a quorum is 'for'; too many failures 'unavailable'; a quorum out of reach 'against'. */
-  private tally(yes: number, answers: readonly NodeAnswer<unknown>[]): Verdict | undefined {
-    return this.verdict(yes, answers.filter((answer) => !answer.ok).length, answers.length);
+  private tally(yes: number, answers: readonly NodeAnswer<unknown>[], quorum = this.quorum): Verdict | undefined {
+    return this.verdict(yes, answers.filter((answer) => !answer.ok).length, answers.length, quorum);
   }
 
   /**
@@ -362,9 +411,9 @@ export class RedlockLockStore implements LockStore {
    * once the refusals alone leave no quorum, or once every node has answered without a quorum. Until then
    * a node still to answer could fail and make it 'unavailable': an unreachable store is never "busy".
    */
-  private verdict(yes: number, failed: number, answered: number): Verdict | undefined {
-    const spare = this.nodes.length - this.quorum;
-    if (yes >= this.quorum) return 'for';
+  private verdict(yes: number, failed: number, answered: number, quorum: number): Verdict | undefined {
+    const spare = this.nodes.length - quorum;
+    if (yes >= quorum) return 'for';
     if (failed > spare) return 'unavailable';
     const refused = answered - yes - failed;
     if (refused > spare || answered === this.nodes.length) return 'against';
@@ -379,9 +428,15 @@ export class RedlockLockStore implements LockStore {
    * without waiting: it queues behind the acquire on the same connection, so it runs right after a late
    * acquire once they answer again. So a verdict, busy included, never waits for silent nodes.
    */
-  private async undo(round: QuorumRound<NodeAcquireReply>, keys: readonly LockKeyNames[], token: string, timeout: number): Promise<void> {
+  private async undo(
+    round: QuorumRound<NodeAcquireReply>,
+    keys: readonly LockKeyNames[],
+    token: string,
+    timeout: number,
+    shape: LockShape | undefined,
+  ): Promise<void> {
     const answered = new Map(round.answersSoFar().map((answer) => [answer.node, answer]));
-    const undo = (node: RedisLockNode): Promise<void> => node.undo(keys, token, timeout).catch(() => undefined);
+    const undo = (node: RedisLockNode): Promise<void> => node.undo(keys, token, timeout, shape).catch(() => undefined);
     await Promise.all(
       this.nodes.map(async (node, index) => {
         const answer = answered.get(index);
@@ -395,17 +450,17 @@ export class RedlockLockStore implements LockStore {
    * When a busy key frees up for this client: the key is granted once enough of the busy nodes' leases
    * expire for the nodes left to make a quorum. -1 when no busy node reported a time.
    */
-  private retryAfter(busy: readonly number[], failed: number): number {
+  private retryAfter(busy: readonly number[], failed: number, quorum: number): number {
     const known = busy.filter((ms) => ms >= 0).sort((a, b) => a - b);
     if (known.length === 0) return -1;
-    const canStayBusy = Math.max(0, this.nodes.length - failed - this.quorum);
+    const canStayBusy = Math.max(0, this.nodes.length - failed - quorum);
     const mustExpire = Math.min(known.length, Math.max(1, busy.length - canStayBusy));
     return Math.max(1, known[mustExpire - 1]);
   }
 
-  private tooFewNodes(answers: readonly NodeAnswer<unknown>[]): string {
+  private tooFewNodes(answers: readonly NodeAnswer<unknown>[], quorum = this.quorum): string {
     const answered = answers.filter((answer) => answer.ok).length;
-    return `only ${answered} of ${this.nodes.length} Redlock nodes answered, a quorum is ${this.quorum}`;
+    return `only ${answered} of ${this.nodes.length} Redlock nodes answered, a quorum is ${quorum}`;
   }
 
   private unavailable(
@@ -441,6 +496,11 @@ export class RedlockLockStore implements LockStore {
   private timeout(ttl: number | undefined): number {
     return this.options.commandTimeout ?? commandTimeoutFor(ttl);
   }
+}
+
+/** A node's refusal that is the caller's to fix, not the node's failure: foreign data, or a key held as another kind. */
+function isCallersMistake(error: unknown): boolean {
+  return error instanceof InvalidLockKeyError || error instanceof LockOptionsError;
 }
 
 function errorMessage(error: unknown): string {

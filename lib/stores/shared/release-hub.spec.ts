@@ -1,7 +1,14 @@
 import type { LockKeyNames } from '../lock-store.interface';
 import { ReleaseHub } from './release-hub';
 
-const names = (key: string): LockKeyNames => ({ name: key, lockKey: key, fenceKey: `${key}:f`, channel: `${key}:c` });
+const names = (key: string): LockKeyNames => ({
+  name: key,
+  lockKey: key,
+  fenceKey: `${key}:f`,
+  channel: `${key}:c`,
+  permitsKey: `${key}:p`,
+  writerKey: `${key}:w`,
+});
 
 function hubWithLog() {
   const calls: string[] = [];

@@ -11,6 +11,8 @@ interface Sleeper {
   wake(): void;
   /** How many channels the sleeper waits on: a multi-key waiter may still be blocked by another key. */
   readonly span: number;
+  /** Woken before the others: a writer queued behind readers (new readers wait behind it anyway). */
+  readonly first: boolean;
 }
 
 interface ChannelState {
@@ -204,11 +206,12 @@ class HubWatch implements ReleaseWatch {
     await Promise.all(this.states.map((state, index) => this.hub.ready(this.channels[index], state)));
   }
 
-  next(timeoutMs: number, signal?: AbortSignal): Promise<void> {
+  next(timeoutMs: number, signal?: AbortSignal, first = false): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<void>((resolve, reject) => {
       const sleeper: Sleeper = {
         span: this.states.length,
+        first,
         wake: () => {
           this.unusedWake = true;
           finish();
@@ -227,17 +230,24 @@ class HubWatch implements ReleaseWatch {
         else reject(error);
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      for (const state of this.states) state.sleepers.push(sleeper);
+      for (const state of this.states) {
+        // A writer queued behind readers goes ahead of the readers (and of other writers not yet queued):
+        // every reader's release must reach it, or the last one may wake a reader that is refused anyway.
+        const at = first ? state.sleepers.findIndex((other) => !other.first) : -1;
+        if (at >= 0) state.sleepers.splice(at, 0, sleeper);
+        else state.sleepers.push(sleeper);
+      }
     });
   }
 
-  close(acquired = true): void {
+  close(acquired = true, passOn = false): void {
     if (this.closed) return;
     this.closed = true;
     // A waiter that leaves without the lock (its wait ran out, it was cancelled, it failed) passes its turn
     // on: a waiter queued behind it may have slept without a timer of its own for the holder's lease end
-    // (a newcomer queues behind the sleepers without an attempt), and must look again now.
-    if (this.unusedWake || !acquired) for (const state of this.states) this.hub.wakeNext(state);
+    // (a newcomer queues behind the sleepers without an attempt), and must look again now. So does one that
+    // got in and left room for more (readers after a writer, several permits freed at once).
+    if (this.unusedWake || !acquired || passOn) for (const state of this.states) this.hub.wakeNext(state);
     this.states.forEach((state, index) => this.hub.closeChannel(this.channels[index], state));
   }
 }

@@ -1,0 +1,74 @@
+import { PERMIT_HELPERS } from './permit-scripts';
+
+/**
+ * The writer's side of a read-write lock on Redis. A writer is a plain lock (`mode: 'write'` is the
+ * default): its hot path is ACQUIRE_SCRIPT, unchanged. Only a writer that meets readers (the mutex script
+ * answers -3: the key is a set of permits) comes here, and from then on, while it waits, every attempt of
+ * it does: it records its token at the writer-intent key (`<lock key>:writer`, same hash tag), and a new
+ * reader finding an intent is refused (PERMIT_ACQUIRE_SCRIPT), so the readers drain and the writer gets in
+ * within about one read hold, however many readers keep coming. The intent expires on its own (PX, the
+ * writer's ttl, renewed by each attempt: a crashed writer blocks readers for one ttl at most), and the
+ * writer withdraws it when done waiting (WITHDRAW_SCRIPT).
+ */
+
+/**
+ * KEYS: lock key, fence key, permits record, writer-intent key. ARGV: token, ttl (ms).
+ * As ACQUIRE_SCRIPT for one key, where a set of readers may hold the key: expired readers are dropped
+ * first (a key left with none is taken). Returns {1, fence} granted; {0, retryAfter, holder, queued} busy
+ * (readers: ms until the last one's lease ends; a writer: its PTTL and value; queued 1 when this token's
+ * intent is recorded, 0 when another writer's is); {-3, record} the key is a semaphore; {-1} foreign data
+ * at the lock key; {-2} at the fence key.
+ */
+export const WRITE_ACQUIRE_SCRIPT = `${PERMIT_HELPERS}
+local lock, fenceKey, record, writer = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local token, ttl = ARGV[1], ARGV[2]
+-- Records (or renews) this writer's intent unless another writer's is there: 1 when it is this one's.
+local function intend()
+  local waiting = redis.pcall('GET', writer)
+  if waiting == false or waiting == token then
+    redis.call('SET', writer, token, 'PX', ttl)
+    return 1
+  end
+  return 0
+end
+if redis.call('TYPE', lock).ok == 'zset' then
+  local found = redis.pcall('HGET', record, '#kind')
+  if type(found) ~= 'string' then return {-1} end
+  local now = now_ms()
+  if purge(lock, record, now) > 0 then
+    local last = redis.call('ZRANGE', lock, -1, -1, 'WITHSCORES')
+    if found ~= 'read' then return {-3, found} end
+    return {0, math.max(1, tonumber(last[2]) - now), '', intend()}
+  end
+  -- Only expired holders were left (the set is gone now): the key is free.
+  redis.call('DEL', record)
+end
+if not redis.call('SET', lock, token, 'NX', 'PX', ttl) then
+  local holder = redis.pcall('GET', lock)
+  if holder == token then
+    -- Granted to this token already: the reply was lost and the script resent (see ACQUIRE_SCRIPT).
+    redis.call('PEXPIRE', lock, ttl)
+  else
+    if type(holder) ~= 'string' then return {-1} end
+    return {0, redis.call('PTTL', lock), holder, intend()}
+  end
+end
+local fence = redis.pcall('INCR', fenceKey)
+if type(fence) == 'table' then
+  redis.call('DEL', lock)
+  return {-2}
+end
+return {1, fence}
+`;
+
+/**
+ * KEYS: writer-intent key. ARGV: token, announce (1 or 0), release channel.
+ * Deletes the intent if it is still this token's; with announce (the writer gave up), the readers it kept
+ * waiting are told on the key's channel, as by a release. Returns 1 when it deleted the intent.
+ */
+export const WITHDRAW_SCRIPT = `
+if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+if ARGV[2] == '1' then redis.call('PUBLISH', ARGV[3], ARGV[1]) end
+return 1
+`;

@@ -1,0 +1,251 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LockLostError, LockOptionsError, type LockService } from '../../lib';
+import { twoLockServices } from '../core/helpers/contenders';
+import { rejectionOf } from '../core/helpers/timing';
+import { eventually } from '../support/eventually';
+import { trackLockApps, uniqueKey } from '../support/lock-app';
+import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
+
+/** Resolves once `count()` reaches `target` (a barrier for callers inside a lock), or fails after `ms`. */
+async function until(count: () => number, target: number, ms: number): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (count() < target) {
+    if (performance.now() > deadline) throw new Error(`only ${count()} of ${target} arrived in ${ms} ms`);
+    await sleep(5);
+  }
+}
+
+describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('read-write lock (%s store)', (_name, fixture) => {
+  let store: StoreUnderTest;
+  beforeAll(async () => {
+    store = await fixture.setup();
+  });
+  afterAll(() => store?.teardown());
+  const apps = trackLockApps();
+
+  it('5 readers over two services are inside together; inspect shows a read-write lock with 5 holders and their fences', async () => {
+    const [first, second] = await twoLockServices(store, apps);
+    const key = uniqueKey('readers');
+    let inside = 0;
+    const fences: number[] = [];
+    let holders = 0;
+    await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        (i % 2 === 0 ? first : second).withLock(
+          key,
+          async (lock) => {
+            inside++;
+            fences.push(lock.fence);
+            // Nobody leaves before all five are in: that can only end if they overlap.
+            await until(() => inside, 5, 5_000);
+            if (fences.length === 5 && holders === 0) {
+              const info = await first.inspect(key);
+              expect(info?.kind).toBe('read-write');
+              holders = info?.holders.length ?? 0;
+              expect(info?.holders.map((holder) => holder.fence).sort()).toEqual([...fences].sort());
+            }
+            await sleep(20);
+          },
+          { mode: 'read', wait: 10_000 },
+        ),
+      ),
+    );
+    expect(holders).toBe(5);
+    expect(new Set(fences).size).toBe(5);
+    expect(await first.isLocked(key)).toBe(false);
+  });
+
+  it('a writer excludes readers and other writers: 4 writers and 8 readers x 3 rounds over two services', async () => {
+    const [first, second] = await twoLockServices(store, apps);
+    const key = uniqueKey('rw-mix');
+    let readers = 0;
+    let writers = 0;
+    let maxReaders = 0;
+    const violations: string[] = [];
+    const writerFences: number[] = [];
+    const run = async (locks: LockService, mode: 'read' | 'write'): Promise<void> => {
+      for (let round = 0; round < 3; round++) {
+        await locks.withLock(
+          key,
+          async (lock) => {
+            if (mode === 'write') {
+              writers++;
+              writerFences.push(lock.fence);
+              if (readers > 0 || writers > 1) violations.push(`writer beside ${readers} readers and ${writers - 1} writers`);
+              await sleep(10);
+              writers--;
+            } else {
+              readers++;
+              maxReaders = Math.max(maxReaders, readers);
+              if (writers > 0) violations.push('reader beside a writer');
+              await sleep(25);
+              readers--;
+            }
+          },
+          { mode, wait: 60_000 },
+        );
+      }
+    };
+    await Promise.all([
+      ...Array.from({ length: 4 }, (_, i) => run(i % 2 === 0 ? first : second, 'write')),
+      ...Array.from({ length: 8 }, (_, i) => run(i % 2 === 0 ? first : second, 'read')),
+    ]);
+    expect(violations).toEqual([]);
+    expect(writerFences).toHaveLength(12);
+    expect(maxReaders).toBeGreaterThan(1);
+    expect(await first.isLocked(key)).toBe(false);
+  });
+
+  it('a writer behind a continuous stream of readers gets in within 1 s (new readers queue behind it)', async () => {
+    const [first, second] = await twoLockServices(store, apps);
+    const key = uniqueKey('rw-stream');
+    let readers = 0;
+    let gapsBeforeWriter = 0;
+    let writerAsked = false;
+    let stop = false;
+    const streams: Promise<void>[] = [];
+    // A new reader every 20 ms, each reading for 150 ms: about 7 overlap, the key is never free of readers.
+    const stream = (async () => {
+      for (let i = 0; !stop; i++) {
+        streams.push(
+          (i % 2 === 0 ? first : second)
+            .withLock(
+              key,
+              async () => {
+                readers++;
+                await sleep(150);
+                readers--;
+                if (readers === 0 && !writerAsked) gapsBeforeWriter++;
+              },
+              { mode: 'read', wait: 30_000 },
+            )
+            .catch(() => undefined),
+        );
+        await sleep(20);
+      }
+    })();
+    await sleep(600);
+    expect(readers).toBeGreaterThan(1);
+    // Until now the readers never all left at once: without writer preference the writer would starve.
+    expect(gapsBeforeWriter).toBe(0);
+    writerAsked = true;
+    const askedAt = performance.now();
+    const waited = await second.withLock(
+      key,
+      async () => {
+        expect(readers).toBe(0);
+        await sleep(20);
+        return performance.now() - askedAt;
+      },
+      { wait: 10_000 },
+    );
+    stop = true;
+    await stream;
+    await Promise.all(streams);
+    console.log(JSON.stringify({ store: store.name, writerWaitedBehindReaderStreamMs: Math.round(waited) }));
+    expect(waited).toBeLessThan(1_000);
+  });
+
+  it('several readers waiting behind a writer all get in on its one release (the wake-up is passed on)', async () => {
+    const [writerSide, readerSide] = await twoLockServices(store, apps);
+    const key = uniqueKey('rw-wake');
+    const writer = await writerSide.acquire(key, { ttl: 30_000 });
+    let inside = 0;
+    const readersDone = Promise.all(
+      Array.from({ length: 6 }, () =>
+        readerSide.withLock(
+          key,
+          async () => {
+            inside++;
+            await until(() => inside, 6, 10_000);
+          },
+          { mode: 'read', wait: 20_000, ttl: 30_000 },
+        ),
+      ),
+    );
+    await sleep(400);
+    expect(inside).toBe(0);
+    const releasedAt = performance.now();
+    await writer.release();
+    await readersDone;
+    // One release, six readers in together: a fallback wake-up would have waited for the 30 s lease.
+    expect(performance.now() - releasedAt).toBeLessThan(5_000);
+  });
+
+  it("a crashed reader's lease is reclaimed after its ttl: a writer gets in then", async () => {
+    const [crashed, writerSide] = await twoLockServices(store, apps);
+    const key = uniqueKey('rw-crash');
+    const grantedAt = performance.now();
+    await crashed.acquire(key, { mode: 'read', ttl: 800, autoExtend: false });
+    expect(await writerSide.tryAcquire(key)).toBeNull();
+    const writer = await writerSide.acquire(key, { wait: 10_000 });
+    expect(performance.now() - grantedAt).toBeGreaterThanOrEqual(700);
+    await writer.release();
+  });
+
+  it('a writer that gives up withdraws its intent: readers get in at once afterwards', async () => {
+    const [readerSide, writerSide] = await twoLockServices(store, apps);
+    const key = uniqueKey('rw-withdraw');
+    const reader = await readerSide.acquire(key, { mode: 'read' });
+    await expect(writerSide.acquire(key, { wait: 300, ttl: 20_000 })).rejects.toThrow(/not acquired/);
+    // The intent (20 s) would refuse new readers; withdrawn, they are admitted.
+    await eventually(async () => {
+      const next = await readerSide.tryAcquire(key, { mode: 'read' });
+      await next?.release();
+      return next !== null;
+    }, 1_000, 'a new reader got in after the writer gave up');
+    await reader.release();
+  });
+
+  it('a reader deleted under its holder (forceRelease) aborts its signal', async () => {
+    const [holderSide, operator] = await twoLockServices(store, apps);
+    const key = uniqueKey('rw-force');
+    const readers = await Promise.all([0, 1].map(() => holderSide.acquire(key, { mode: 'read', ttl: 600 })));
+    expect(await operator.forceRelease(key)).toBe(true);
+    await eventually(async () => readers.every((lock) => lock.signal.aborted), 3_000, 'every reader saw its signal abort');
+    expect(readers[0].signal.reason).toBeInstanceOf(LockLostError);
+    const writer = await operator.tryAcquire(key);
+    expect(writer).not.toBeNull();
+    expect(writer?.fence).toBeGreaterThan(Math.max(...readers.map((lock) => lock.fence)));
+    await writer?.release();
+  });
+
+  it('reentrancy: the write lock covers a nested read (borrowed); read → write is a LockOptionsError; read in read is borrowed', async () => {
+    const [locks] = await twoLockServices(store, apps);
+    const key = uniqueKey('rw-reentry');
+    await locks.withLock(key, async (write) => {
+      const read = await locks.acquire(key, { mode: 'read' });
+      expect(read.token).toBe(write.token);
+      await read.release();
+      expect(write.signal.aborted).toBe(false);
+      expect((await locks.inspect(key))?.kind).toBe('mutex');
+    });
+    await locks.withLock(
+      key,
+      async (read) => {
+        const upgrade = await rejectionOf(locks.acquire(key, { mode: 'write', wait: 100 }));
+        expect(upgrade).toBeInstanceOf(LockOptionsError);
+        expect((upgrade as Error).message).toContain('would wait for itself');
+        const nested = await locks.acquire(key, { mode: 'read' });
+        expect(nested.token).toBe(read.token);
+        await nested.release();
+        expect(await rejectionOf(locks.acquire(key, { limit: 2 }))).toBeInstanceOf(LockOptionsError);
+      },
+      { mode: 'read' },
+    );
+    expect(await locks.isLocked(key)).toBe(false);
+  });
+
+  it('a semaphore on a key held by readers is a LockOptionsError; readers on a semaphore too', async () => {
+    const [first, second] = await twoLockServices(store, apps);
+    const key = uniqueKey('rw-mix-kinds');
+    const reader = await first.acquire(key, { mode: 'read' });
+    expect(await rejectionOf(second.tryAcquire(key, { limit: 3 }))).toBeInstanceOf(LockOptionsError);
+    await reader.release();
+    const permit = await first.acquire(key, { limit: 3 });
+    const error = await rejectionOf(second.tryAcquire(key, { mode: 'read' }));
+    expect(error).toBeInstanceOf(LockOptionsError);
+    expect((error as LockOptionsError).option).toBe('mode');
+    await permit.release();
+  });
+});

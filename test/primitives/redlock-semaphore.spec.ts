@@ -1,0 +1,59 @@
+import { LockLostError } from '../../lib';
+import { rejectionOf } from '../core/helpers/timing';
+import { trackLockApps, uniqueKey } from '../support/lock-app';
+import { type RedisProcess, startRedisServers } from '../support/redis-server';
+
+/** Removes the member of `token` from the holders' set of `key` on one node (that node lost the permit). */
+async function dropPermitOn(server: RedisProcess, key: string, token: string): Promise<void> {
+  const lockKey = `lock:{${key}}`;
+  const members = (await server.command('ZRANGE', lockKey, '0', '-1')) as string[];
+  const member = members.find((value) => value.startsWith(`${token}|`));
+  if (!member) throw new Error(`no permit of ${token} on ${server.url}`);
+  expect(Number(await server.command('ZREM', lockKey, member))).toBe(1);
+}
+
+/**
+ * Redlock semaphores: a permit needs floor(N·n/(n+1)) + 1 nodes, not a majority. With 3 nodes and limit 2
+ * a majority quorum admits 3 holders once each node lost a different permit (a restart without
+ * persistence): A on {0,1}, B on {1,2}, and a newcomer C on {0,2}.
+ */
+describe('Redlock semaphore quorum (3 nodes, limit 2)', () => {
+  let servers: RedisProcess[];
+  beforeAll(async () => {
+    servers = await startRedisServers(3);
+  });
+  afterAll(() => Promise.all(servers.map((server) => server.stop())));
+  const apps = trackLockApps();
+
+  it('permits spread so that a majority would admit a third holder: the third is refused, and the others lose theirs', async () => {
+    const { locks } = await apps.start({ nodes: servers.map((server) => server.url) });
+    const key = uniqueKey('redlock-semaphore');
+    const options = { limit: 2, ttl: 20_000, autoExtend: false };
+    const a = await locks.acquire(key, options);
+    const b = await locks.acquire(key, options);
+    // Node 2 forgets A's permit, node 0 forgets B's: each node now has one free slot, and A and B each
+    // still hold a majority (2 of 3) of the nodes.
+    await dropPermitOn(servers[2], key, a.token);
+    await dropPermitOn(servers[0], key, b.token);
+
+    const third = await locks.tryAcquire(key, options);
+    expect(third).toBeNull();
+    // A and B no longer hold the quorum of 3 their permits need: their renewal says so.
+    for (const lock of [a, b]) expect(await rejectionOf(lock.extend())).toBeInstanceOf(LockLostError);
+    expect(a.signal.aborted && b.signal.aborted).toBe(true);
+    // What inspect reports as held agrees: nobody holds a quorum of the nodes.
+    expect(await locks.inspect(key)).toBeNull();
+  });
+
+  it('with every node up, limit 2 admits exactly 2 and the permits sit on all 3 nodes', async () => {
+    const { locks } = await apps.start({ nodes: servers.map((server) => server.url) });
+    const key = uniqueKey('redlock-semaphore-full');
+    const held = [await locks.acquire(key, { limit: 2 }), await locks.acquire(key, { limit: 2 })];
+    expect(await locks.tryAcquire(key, { limit: 2 })).toBeNull();
+    for (const server of servers) expect(Number(await server.command('ZCARD', `lock:{${key}}`))).toBe(2);
+    // Every key the scripts touch for this lock shares its hash tag (one Cluster slot).
+    const touched = (await servers[0].command('KEYS', `*${key}*`)) as string[];
+    expect(touched.sort()).toEqual([`lock:{${key}}`, `lock:{${key}}:fence`, `lock:{${key}}:permits`]);
+    await Promise.all(held.map((lock) => lock.release()));
+  });
+});
