@@ -7,6 +7,7 @@ import { BankErrorsFilter } from './common/bank-errors.filter';
 import { readAppConfig, type AppConfig } from './config/app-config';
 import { BACKEND, lockModuleOptions, type Backend } from './config/backend';
 import { BankConfigModule } from './config/config.module';
+import { FxModule } from './fx/fx.module';
 import { HealthModule } from './health/health.module';
 import { InterestModule } from './interest/interest.module';
 import { ReportsModule } from './reports/reports.module';
@@ -34,6 +35,7 @@ export class AppModule {
         AccountsModule,
         TransfersModule.register({ locks: config.locks }),
         ReportsModule,
+        FxModule,
         InterestModule,
         HealthModule,
       ],

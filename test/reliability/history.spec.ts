@@ -1,10 +1,9 @@
-import Redis from 'ioredis';
 import type { LockModuleOptions } from '../../lib';
-import { type RedisProcess, startRedis } from '../support/redis-server';
 import { uniqueKey } from '../support/lock-app';
 import type { HistoryReport, HistoryWorkerConfig } from './children/history-worker';
 import { trackChildren } from './support/child-process';
 import { checkHistory, type HistoryVerdict } from './support/history';
+import { historyServers, runTogether } from './support/history-fleet';
 
 const PROCESSES = 3;
 const WORKERS_PER_PROCESS = 4;
@@ -21,31 +20,20 @@ const STEP_TIMEOUT_MS = 20_000;
  */
 describe('history checker: mutual exclusion across processes', () => {
   const children = trackChildren();
-  const servers: RedisProcess[] = [];
-  let data: RedisProcess;
-  let dataClient: Redis;
-
-  beforeAll(async () => {
-    // The data lives on a Redis of its own; servers[0] is the single-Redis store, servers[0..4] Redlock's nodes.
-    data = await startRedis();
-    for (let i = 0; i < 5; i++) servers.push(await startRedis());
-    dataClient = new Redis(data.url);
-  });
-  afterAll(async () => {
-    dataClient?.disconnect();
-    await Promise.all([data, ...servers].filter(Boolean).map((server) => server.stop()));
-  });
+  const fleet = historyServers();
+  const { servers } = fleet;
 
   /** Runs the processes to the end and checks the history they left. */
   async function runHistory(label: string, lockOptions: LockModuleOptions, locked: boolean): Promise<HistoryVerdict> {
     const lockKey = uniqueKey('history');
     const counterKey = `${lockKey}:counter`;
     const historyKey = `${lockKey}:fences`;
-    const processes = Array.from({ length: PROCESSES }, (_, processIndex) =>
-      children.start('history-worker', {
-        config: {
+    const configs = Array.from(
+      { length: PROCESSES },
+      (_, processIndex) =>
+        ({
           lockOptions: { ttl: 2_000, wait: 5_000, ...lockOptions },
-          dataUrl: data.url,
+          dataUrl: fleet.data.url,
           lockKey,
           counterKey,
           historyKey,
@@ -54,19 +42,15 @@ describe('history checker: mutual exclusion across processes', () => {
           durationMs: DURATION_MS,
           maxCycles: MAX_CYCLES_PER_PROCESS,
           locked,
-        } satisfies HistoryWorkerConfig,
-      }),
+        }) satisfies HistoryWorkerConfig,
     );
     // All processes are up before any starts: the cycles of the three really run at the same time.
-    await Promise.all(processes.map((child) => child.next('ready', STEP_TIMEOUT_MS)));
-    for (const child of processes) child.send({ type: 'go' });
-    const reports = await Promise.all(processes.map((child) => child.next<HistoryReport>('done', STEP_TIMEOUT_MS)));
-    await Promise.all(processes.map((child) => child.exitWithin(STEP_TIMEOUT_MS)));
+    const reports = await runTogether<HistoryReport>(children, 'history-worker', configs, STEP_TIMEOUT_MS);
 
     for (const report of reports) expect(report.errors).toEqual([]);
     const cycles = reports.reduce((sum, report) => sum + report.completed, 0);
-    const counter = Number((await dataClient.get(counterKey)) ?? 0);
-    const verdict = checkHistory(cycles, counter, await dataClient.lrange(historyKey, 0, -1));
+    const counter = Number((await fleet.dataClient.get(counterKey)) ?? 0);
+    const verdict = checkHistory(cycles, counter, await fleet.dataClient.lrange(historyKey, 0, -1));
     const busy = reports.reduce((sum, report) => sum + report.busy, 0);
     const lostInside = reports.reduce((sum, report) => sum + report.lostInside, 0);
     console.log(

@@ -41,5 +41,6 @@ export function bankClient(app: INestApplication) {
     },
     transfer: (body: object) => request(server).post('/transfers').send(body),
     get: (path: string) => request(server).get(path),
+    post: (path: string) => request(server).post(path),
   };
 }

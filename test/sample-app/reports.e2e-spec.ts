@@ -1,9 +1,13 @@
 import type { INestApplication } from '@nestjs/common';
 import { ReportsService } from '../../sample-app/src/reports/reports.service';
+import { eventually } from '../support/eventually';
 import { startRedis, type RedisProcess } from '../support/redis-server';
 import { accountId, bankClient, createBankApp } from './bank-app';
 
-/** Compute once: concurrent requests for a report that is not cached share one computation. */
+/**
+ * Compute once: concurrent requests for a report that is not cached share one computation; a rebuild
+ * (the writer of the report's read-write lock) keeps its readers waiting for the new report.
+ */
 describe('sample app: GET /reports/:id computes once (no cache stampede)', () => {
   let redis: RedisProcess;
   const apps: INestApplication[] = [];
@@ -51,6 +55,30 @@ describe('sample app: GET /reports/:id computes once (no cache stampede)', () =>
 
     expect(computations()).toBe(before);
     expect(again.body.computationId).toBe(first.body.computationId);
+  });
+
+  it('a rebuild is the writer of report:<id>: readers asking meanwhile (two instances) wait and all get the rebuilt report', async () => {
+    const [first, second] = apps.map(bankClient);
+    const id = accountId('report-rebuild');
+    await first.deposit(id, 500).expect(200);
+    const old = await first.get(`/reports/${id}`).expect(200);
+    // The cached report is now out of date: a rebuild computes it again and replaces it.
+    await first.deposit(id, 250).expect(200);
+    const before = computations();
+
+    const rebuild = first.post(`/reports/${id}/rebuild`).then((response) => response);
+    // The rebuild is computing (500 ms), so it holds the write lock: the readers come now.
+    await eventually(async () => computations() > before, 5_000, 'the rebuild to start computing');
+    const readers = await Promise.all([first, second, first, second].map((client) => client.get(`/reports/${id}`)));
+    const rebuilt = await rebuild;
+
+    expect(rebuilt.status).toBe(200);
+    expect(rebuilt.body).toMatchObject({ accountId: id, balance: 750 });
+    expect(rebuilt.body.computationId).not.toBe(old.body.computationId);
+    // Without the read lock they would get the old report, still cached while the rebuild computes.
+    expect(readers.map((response) => response.status)).toEqual([200, 200, 200, 200]);
+    expect(readers.map((response) => response.body.computationId)).toEqual(Array(4).fill(rebuilt.body.computationId));
+    expect(computations() - before).toBe(1);
   });
 
   it('the report of an account never opened is 404', async () => {

@@ -1,6 +1,13 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpStatus } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { AccountNotFoundError, BankError, InsufficientFundsError, StaleFenceError } from './bank-errors';
+import {
+  AccountNotFoundError,
+  BankError,
+  FxProviderRefusedError,
+  InsufficientFundsError,
+  StaleFenceError,
+  UnknownCurrencyError,
+} from './bank-errors';
 
 /** The HTTP face of the bank's domain errors (the services know nothing of HTTP). */
 @Catch(BankError)
@@ -15,8 +22,9 @@ export class BankErrorsFilter implements ExceptionFilter {
 }
 
 function statusOf(error: BankError): HttpStatus {
-  if (error instanceof AccountNotFoundError) return HttpStatus.NOT_FOUND;
+  if (error instanceof AccountNotFoundError || error instanceof UnknownCurrencyError) return HttpStatus.NOT_FOUND;
   if (error instanceof InsufficientFundsError) return HttpStatus.UNPROCESSABLE_ENTITY;
   if (error instanceof StaleFenceError) return HttpStatus.CONFLICT;
+  if (error instanceof FxProviderRefusedError) return HttpStatus.BAD_GATEWAY;
   return HttpStatus.INTERNAL_SERVER_ERROR;
 }

@@ -40,3 +40,17 @@ export class StaleFenceError extends BankError {
     );
   }
 }
+
+/** 404: the FX provider quotes no such currency. */
+export class UnknownCurrencyError extends BankError {
+  constructor(readonly currency: string) {
+    super(`The FX provider has no rate for ${currency}`);
+  }
+}
+
+/** 502: the FX provider refused the call (over its quota of concurrent calls). */
+export class FxProviderRefusedError extends BankError {
+  constructor(reason: string) {
+    super(`The FX provider refused the call: ${reason}`);
+  }
+}

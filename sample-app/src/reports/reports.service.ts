@@ -12,10 +12,21 @@ export const REPORT_COMPUTATION_MS = 500;
 /** How long a computed report is served from the cache. */
 export const REPORT_TTL_MS = 30_000;
 
+/** The read-write lock of an account's cached report: readers of the cache share it, a rebuild is its writer. */
+export function reportLockKey(accountId: string): string {
+  return `report:${accountId}`;
+}
+
 /**
- * Compute once (no cache stampede): when the report is not cached, concurrent requests (of every
- * instance) queue on the lock `report:<id>`; the first computes and caches, the others find the cached
- * report when they get the lock: the re-check after acquiring is what makes it once.
+ * The report cache under a read-write lock, `report:<id>`:
+ * - Readers read the cache under `mode: 'read'`: any number together, on every instance.
+ * - Compute once (no cache stampede): on a miss, a reader takes the lock for writing; concurrent requests
+ *   (of every instance) queue there; the first computes and caches, the others find the cached report when
+ *   they get the lock: the re-check after acquiring is what makes it once.
+ * - A rebuild (POST /reports/:id/rebuild, `@Locked(..., { mode: 'write' })`) computes the report again and
+ *   replaces the cached one as the writer: it waits for the readers inside, and readers that come meanwhile
+ *   wait for it (new readers queue behind a waiting writer too) and get the rebuilt report, never the one
+ *   being replaced.
  */
 @Injectable()
 export class ReportsService {
@@ -35,10 +46,14 @@ export class ReportsService {
   }
 
   async report(accountId: string): Promise<AccountReport> {
-    const cached = await this.cache.get(accountId);
+    const cached = await this.lockService.withLock(reportLockKey(accountId), () => this.cache.get(accountId), {
+      mode: 'read',
+      // Long enough to wait for a rebuild in progress.
+      wait: 10_000,
+    });
     if (cached) return cached;
     return this.lockService.withLock(
-      `report:${accountId}`,
+      reportLockKey(accountId),
       async () => {
         // Whoever held the lock before us may have computed it while we waited.
         const computedMeanwhile = await this.cache.get(accountId);
@@ -48,8 +63,18 @@ export class ReportsService {
         return report;
       },
       // Long enough to wait for one computation in progress.
-      { wait: 10_000 },
+      { mode: 'write', wait: 10_000 },
     );
+  }
+
+  /**
+   * Computes the account's report again and replaces the cached one (out of date: that is why it is
+   * rebuilt). The caller holds `report:<id>` for writing, so no reader gets the old one meanwhile.
+   */
+  async rebuild(accountId: string): Promise<AccountReport> {
+    const report = await this.compute(accountId);
+    await this.cache.set(report, REPORT_TTL_MS);
+    return report;
   }
 
   private async compute(accountId: string): Promise<AccountReport> {

@@ -43,18 +43,6 @@ async function lendClients(urls: readonly string[], ownership: ClientOwnership):
 }
 
 /**
- * ONCE `limit` EXISTS (the semaphore issue), THIS LIBRARY PLUGS INTO THE SEMAPHORE WORKLOAD HERE: return
- * `(key, limit) => locks.acquire(key, { limit })` (or whatever the option is called) and drop
- * `semaphoreUnsupported` from both entries below. Until then the workload skips this library with a printed
- * "not yet supported" line and reports no figure for it.
- */
-function librarySemaphore(_locks: LockService): Contestant['semaphore'] {
-  return undefined;
-}
-
-const SEMAPHORE_NOT_YET = 'not yet supported (LockModule has no `limit` yet)';
-
-/**
  * This library as a user runs it: LockService from a plain Nest application context, auto-extension on,
  * over a module-owned connection or over plain `new Redis(url)` clients the user made (the peers use the
  * same kind of client), borrowed by the module and closed here after the module.
@@ -74,7 +62,8 @@ export async function createLibraryContestant(urls: readonly string[], ownership
     await locks.isLocked('bench:connect');
     return {
       lock: (key) => locks.acquire(key),
-      semaphore: librarySemaphore(locks),
+      // One permit of a `limit`-permit key (issue 15): a Lock like any other, waiting without polling.
+      semaphore: (key, limit) => locks.acquire(key, { limit }),
       close: async () => {
         await app.close();
         // Borrowed clients are the user's to close, after the module let go of them.
@@ -92,7 +81,6 @@ export const libraryEntry: ContestantEntry = {
   label: 'nestjs-redis-lock, owned client',
   role: 'library',
   waits: true,
-  semaphoreUnsupported: SEMAPHORE_NOT_YET,
   create: (urls) => createLibraryContestant(urls, 'owned'),
 };
 
@@ -101,7 +89,6 @@ export const libraryBorrowedEntry: ContestantEntry = {
   label: 'nestjs-redis-lock, borrowed client',
   role: 'library',
   waits: true,
-  semaphoreUnsupported: SEMAPHORE_NOT_YET,
   create: (urls) => createLibraryContestant(urls, 'borrowed'),
 };
 
@@ -110,6 +97,5 @@ export const libraryNodeRedisEntry: ContestantEntry = {
   label: 'nestjs-redis-lock, borrowed node-redis client',
   role: 'library',
   waits: true,
-  semaphoreUnsupported: SEMAPHORE_NOT_YET,
   create: (urls) => createLibraryContestant(urls, 'borrowed-node-redis'),
 };

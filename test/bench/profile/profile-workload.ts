@@ -36,9 +36,10 @@ async function main(): Promise<void> {
       const slice = await runParallel(contestant, key, workload.callers, durationMs);
       result = { opsPerSec: (slice.cycles * 1000) / slice.elapsedMs };
     } else {
-      if (workload.limit > 1) throw new Error(`${id}: this library has no semaphore yet`);
       const locks = contestant;
-      const turns = await runTurns((name) => locks.lock(name), key, workload.callers, workload.holdMs, workload.limit, durationMs);
+      const semaphore = locks.semaphore?.bind(locks);
+      const acquire = workload.limit > 1 && semaphore ? (name: string) => semaphore(name, workload.limit) : (name: string) => locks.lock(name);
+      const turns = await runTurns(acquire, key, workload.callers, workload.holdMs, workload.limit, durationMs);
       result = { opsPerSec: (turns.acquisitions * 1000) / turns.elapsedMs, handoverP50Ms: turns.handovers.percentile(0.5), longestWaitMs: turns.longestWaitMs };
     }
     process.stdout.write(`${id}: ${JSON.stringify(result)}\n`);

@@ -25,6 +25,8 @@ export function markdownReport(results: BenchResults, targets: readonly TargetOu
     '',
     ...throughputTable(results, ran),
     '',
+    ...semaphoreSection(results, ran),
+    '',
     ...latencyTable(results, ran),
     '',
     ...turnsTables(results, ran),
@@ -96,6 +98,39 @@ function throughputTable(results: BenchResults, ran: readonly WorkloadSpec[]): s
   return lines;
 }
 
+const SEMAPHORE_WORKLOAD = 'semaphore-4of16x1ms';
+const SEMAPHORE_PEER = 'redis-semaphore';
+
+/** Issue 15's figure: this library's semaphore against redis-semaphore's `Semaphore`, named, with the ratio. */
+function semaphoreSection(results: BenchResults, ran: readonly WorkloadSpec[]): string[] {
+  const workload = ran.find((candidate) => candidate.id === SEMAPHORE_WORKLOAD);
+  if (!workload) return [];
+  const peer = results.contestants.find((contestant) => contestant.id === SEMAPHORE_PEER);
+  const peerFigures = figures(results, workload.id, SEMAPHORE_PEER);
+  const lines = [
+    `## Semaphore (issue 15): limit ${workload.limit}, ${workload.callers} callers, ${workload.holdMs} ms held, vs redis-semaphore`,
+    '',
+    '| contestant | acq./s | ÷ redis-semaphore | Redis CPU µs / acq. | client cmds / acq. | most holders at once | grants over the limit |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  for (const contestant of [...ours(results), ...(peer ? [peer] : [])]) {
+    const cell = findCell(results, workload.id, contestant.id);
+    const m = figures(results, workload.id, contestant.id);
+    if (!m) {
+      lines.push(`| ${contestant.label} | ${cell?.error ? `n/a (${shorten(cell.error)})` : cell?.skipped ? `*${cell.skipped}*` : '—'} | | | | | |`);
+      continue;
+    }
+    const ratio = peerFigures && contestant.id !== SEMAPHORE_PEER ? `${(m.opsPerSec / peerFigures.opsPerSec).toFixed(2)}×` : '—';
+    const overLimit = cell?.rounds.reduce((total, round) => total + (round.overlaps ?? 0), 0) ?? 0;
+    const mostHolders = Math.max(...(cell?.rounds.map((round) => round.maxHolders ?? 0) ?? [0]));
+    lines.push(
+      `| ${contestant.label} | ${formatCount(m.opsPerSec)} | ${ratio} | ${m.redisCpuUsPerAcquisition.toFixed(1)} | ` +
+        `${m.clientCommandsPerAcquisition.toFixed(2)} | ${mostHolders} | ${overLimit} |`,
+    );
+  }
+  return lines;
+}
+
 function latencyTable(results: BenchResults, ran: readonly WorkloadSpec[]): string[] {
   const serial = ran.filter((workload) => workload.kind === 'serial');
   if (serial.length === 0) return [];
@@ -147,7 +182,8 @@ function turnsTables(results: BenchResults, ran: readonly WorkloadSpec[]): strin
       if (!m) continue;
       const cpuRatio = lowestCpu ? `${(m.redisCpuUsPerAcquisition / lowestCpu.value).toFixed(2)}×` : '—';
       const counted = !UNCOUNTED_CLIENT_SIDE.includes(contestant.id);
-      const acquireScripts = contestant.role === 'library' && counted ? m.acquireScriptsPerAcquisition.toFixed(2) : '—';
+      // Acquire scripts are those running SET … NX: a lock's. A permit is taken otherwise (a sorted set).
+      const acquireScripts = contestant.role === 'library' && counted && workload.limit === 1 ? m.acquireScriptsPerAcquisition.toFixed(2) : '—';
       const clientCommands = counted ? m.clientCommandsPerAcquisition.toFixed(2) : '—';
       const whileWaiting = counted ? fixed(m.waitingCommandsPerWaiterSecond, 2) : '—';
       lines.push(
@@ -244,7 +280,8 @@ function methodNotes(): string[] {
       'Throughput counts every finished cycle until the last caller stops.',
     '- One key, callers taking turns, all in this process: *contended*, each caller holds the key for a timer of 1 or 20 ms, ' +
       'then releases and asks again at once; *hot key*, nothing held: release is called as soon as acquire resolves, with no await ' +
-      'in between; *semaphore*, 16 callers on 4 slots, 1 ms held (this library has no `limit` yet: it is skipped, not faked). ' +
+      'in between; *semaphore*, 16 callers on 4 slots, 1 ms held: `acquire(key, { limit: 4 })` for this library, redis-semaphore\'s ' +
+      '`Semaphore` for the peer (redlock has none and sits it out). ' +
       'Callers stop once the duration has passed; those still waiting get their turn first. The raw baseline cannot wait and sits these out.',
     '- Redis CPU: `INFO cpu` of the redis-server before and after the window, `used_cpu_sys + used_cpu_user` (the whole process) ' +
       'delta ÷ acquisitions. The window is the workload plus 50 ms for late commands (an UNSUBSCRIBE after the last caller); ' +

@@ -6,7 +6,8 @@
  */
 import { ConsoleLogger, type INestApplicationContext, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { LockModule, type LockModuleOptions } from '../../../lib';
+import Redis from 'ioredis';
+import { LockModule, LockService, type LockModuleOptions } from '../../../lib';
 
 /** Every message carries its type; the rest is the scenario's. */
 export interface ChildMessage {
@@ -80,4 +81,34 @@ export async function createLockContext(options: LockModuleOptions): Promise<INe
   @Module({ imports: [LockModule.forRoot(options)] })
   class ChildModule {}
   return NestFactory.createApplicationContext(ChildModule, { logger: quietLogger() });
+}
+
+/** A worker of the history checkers, started: its LockService, its client of the data Redis, and its end. */
+export interface HistoryWorker {
+  readonly locks: LockService;
+  readonly data: Redis;
+  /** Sends the report, closes the data client and the Nest context, and lets the parent go. */
+  finish(report: ChildMessage): Promise<void>;
+}
+
+/**
+ * The common start of a history worker (history-worker.ts, primitives-history-worker.ts): its Nest context
+ * and a client of the data Redis, then 'ready', and resolves at the parent's 'go'.
+ */
+export async function startHistoryWorker(options: LockModuleOptions, dataUrl: string): Promise<HistoryWorker> {
+  const app = await createLockContext(options);
+  const data = new Redis(dataUrl, { maxRetriesPerRequest: 1 });
+  await data.ping();
+  send({ type: 'ready' });
+  await receive('go');
+  return {
+    locks: app.get(LockService),
+    data,
+    finish: async (report) => {
+      send(report);
+      data.disconnect();
+      await app.close();
+      process.disconnect();
+    },
+  };
 }

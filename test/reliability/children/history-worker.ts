@@ -4,10 +4,9 @@
  * pause, SET) and an RPUSH of the lock's fence. Any two critical sections that overlap lose an update
  * (the counter ends below the cycle count) or push fences out of order.
  */
-import Redis from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LockNotAcquiredError, LockService, type LockModuleOptions } from '../../../lib';
-import { type ChildMessage, childConfig, createLockContext, receive, runChild, send } from './child-runtime';
+import { LockNotAcquiredError, type LockModuleOptions } from '../../../lib';
+import { type ChildMessage, childConfig, runChild, startHistoryWorker } from './child-runtime';
 
 export interface HistoryWorkerConfig {
   readonly lockOptions: LockModuleOptions;
@@ -46,12 +45,7 @@ export interface HistoryReport extends ChildMessage {
 
 runChild(async () => {
   const config = childConfig<HistoryWorkerConfig>();
-  const app = await createLockContext(config.lockOptions);
-  const locks = app.get(LockService);
-  const data = new Redis(config.dataUrl, { maxRetriesPerRequest: 1 });
-  await data.ping();
-  send({ type: 'ready' });
-  await receive('go');
+  const { locks, data, finish } = await startHistoryWorker(config.lockOptions, config.dataUrl);
 
   const deadline = performance.now() + config.durationMs;
   const report = { completed: 0, busy: 0, lostInside: 0, errors: [] as string[] };
@@ -81,8 +75,5 @@ runChild(async () => {
   };
   await Promise.all(Array.from({ length: config.workers }, (_, index) => worker(index)));
 
-  send({ type: 'done', ...report } satisfies HistoryReport);
-  data.disconnect();
-  await app.close();
-  process.disconnect();
+  await finish({ type: 'done', ...report } satisfies HistoryReport);
 });

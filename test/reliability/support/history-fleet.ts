@@ -1,0 +1,56 @@
+import Redis from 'ioredis';
+import type { ChildMessage } from '../children/child-runtime';
+import { type RedisProcess, startRedis } from '../../support/redis-server';
+import type { trackChildren } from './child-process';
+
+/**
+ * What the history checkers (history.spec.ts, primitives-history.spec.ts) run on: a data Redis of its own,
+ * where the workers leave their records, and 5 lock servers (`servers[0]` is the single-Redis store,
+ * `servers[0..4]` Redlock's nodes). Started before the file's tests, stopped after them.
+ */
+export interface HistoryServers {
+  readonly data: RedisProcess;
+  readonly servers: readonly RedisProcess[];
+  /** A client of the data Redis, to read the records. */
+  readonly dataClient: Redis;
+}
+
+export function historyServers(): HistoryServers {
+  const started: { data?: RedisProcess; servers: RedisProcess[]; dataClient?: Redis } = { servers: [] };
+  beforeAll(async () => {
+    started.data = await startRedis();
+    for (let i = 0; i < 5; i++) started.servers.push(await startRedis());
+    started.dataClient = new Redis(started.data.url);
+  });
+  afterAll(async () => {
+    started.dataClient?.disconnect();
+    await Promise.all([started.data, ...started.servers].filter((server) => server !== undefined).map((server) => server.stop()));
+  });
+  return {
+    get data() {
+      return started.data as RedisProcess;
+    },
+    servers: started.servers,
+    get dataClient() {
+      return started.dataClient as Redis;
+    },
+  };
+}
+
+/**
+ * Starts one child per config, sends them all 'go' once all are 'ready' (so that their cycles really run
+ * at the same time), and resolves with their 'done' reports once they have exited.
+ */
+export async function runTogether<Report extends ChildMessage>(
+  children: ReturnType<typeof trackChildren>,
+  script: string,
+  configs: readonly unknown[],
+  stepTimeoutMs: number,
+): Promise<Report[]> {
+  const processes = configs.map((config) => children.start(script, { config }));
+  await Promise.all(processes.map((child) => child.next('ready', stepTimeoutMs)));
+  for (const child of processes) child.send({ type: 'go' });
+  const reports = await Promise.all(processes.map((child) => child.next<Report>('done', stepTimeoutMs)));
+  await Promise.all(processes.map((child) => child.exitWithin(stepTimeoutMs)));
+  return reports;
+}
