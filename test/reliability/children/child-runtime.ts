@@ -87,7 +87,7 @@ export async function createLockContext(options: LockModuleOptions): Promise<INe
 export interface HistoryWorker {
   readonly locks: LockService;
   readonly data: Redis;
-  /** Sends the report, closes the data client and the Nest context, and lets the parent go. */
+  /** Sends the report, then closes the data client and the Nest context. */
   finish(report: ChildMessage): Promise<void>;
 }
 
@@ -108,7 +108,6 @@ export async function startHistoryWorker(options: LockModuleOptions, dataUrl: st
       send(report);
       data.disconnect();
       await app.close();
-      process.disconnect();
     },
   };
 }

@@ -76,4 +76,5 @@ runChild(async () => {
   await Promise.all(Array.from({ length: config.workers }, (_, index) => worker(index)));
 
   await finish({ type: 'done', ...report } satisfies HistoryReport);
+  process.disconnect();
 });

@@ -5,10 +5,14 @@
  * asking, `enter` (with the fence) once held, a pause, `exit` before the release. `enter` and `exit` also
  * INCR / DECR a counter of the holders of that kind inside, and `enter` keeps the highest value it saw, in
  * the same script as the push, so the counter and the list agree.
+ *
+ * One process serves every run of the spec, one after another (a fork and Nest's module loading cost about
+ * a second each time): each 'run' message brings the run's config; the worker builds a Nest context for it,
+ * answers 'ready', runs at 'go', reports 'done' and closes the context.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Lock, LockNotAcquiredError, type LockModuleOptions } from '../../../lib';
-import { type ChildMessage, childConfig, runChild, startHistoryWorker } from './child-runtime';
+import { type ChildMessage, receive, runChild, startHistoryWorker } from './child-runtime';
 import { callEvent, enterEvent, eventsKey, exitEvent, type HolderKind, insideKeys } from './primitives-history-events';
 
 export interface PrimitivesHistoryConfig {
@@ -26,6 +30,12 @@ export interface PrimitivesHistoryConfig {
   readonly maxCyclesPerWorker: number;
   /** `false`: the same cycles without the lock (a control run: the checker must find violations). */
   readonly locked: boolean;
+}
+
+/** From the parent: run once with this config. */
+export interface PrimitivesHistoryRun extends ChildMessage {
+  readonly type: 'run';
+  readonly config: PrimitivesHistoryConfig;
 }
 
 export interface PrimitivesHistoryReport extends ChildMessage {
@@ -53,7 +63,13 @@ redis.call('RPUSH', KEYS[2], ARGV[1])
 return 0`;
 
 runChild(async () => {
-  const config = childConfig<PrimitivesHistoryConfig>();
+  for (;;) {
+    const { config } = await receive<PrimitivesHistoryRun>('run');
+    await runOnce(config);
+  }
+});
+
+async function runOnce(config: PrimitivesHistoryConfig): Promise<void> {
   const { locks, data, finish } = await startHistoryWorker(config.lockOptions, config.dataUrl);
 
   const deadline = performance.now() + config.durationMs;
@@ -100,4 +116,4 @@ runChild(async () => {
   ]);
 
   await finish({ type: 'done', ...report } satisfies PrimitivesHistoryReport);
-});
+}

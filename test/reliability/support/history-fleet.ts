@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import type { ChildMessage } from '../children/child-runtime';
 import { type RedisProcess, startRedis } from '../../support/redis-server';
-import type { trackChildren } from './child-process';
+import { ChildScript, type trackChildren } from './child-process';
 
 /**
  * What the history checkers (history.spec.ts, primitives-history.spec.ts) run on: a data Redis of its own,
@@ -53,4 +53,33 @@ export async function runTogether<Report extends ChildMessage>(
   const reports = await Promise.all(processes.map((child) => child.next<Report>('done', stepTimeoutMs)));
   await Promise.all(processes.map((child) => child.exitWithin(stepTimeoutMs)));
   return reports;
+}
+
+/** Children started once for a spec file, each serving one run after another (see runAll). */
+export interface WorkerFleet {
+  /**
+   * One run: child i gets `{ type: 'run', config: configs[i] }`, answers 'ready' when set up; once all are,
+   * they get 'go' together; resolves with their 'done' reports.
+   */
+  runAll<Report extends ChildMessage>(configs: readonly unknown[], stepTimeoutMs: number): Promise<Report[]>;
+}
+
+/** `count` children of `script`, started before the file's tests and killed after them. */
+export function workerFleet(script: string, count: number): WorkerFleet {
+  const children: ChildScript[] = [];
+  beforeAll(() => {
+    for (let i = 0; i < count; i++) children.push(ChildScript.start(script));
+  });
+  afterAll(async () => {
+    await Promise.all(children.splice(0).map((child) => child.kill()));
+  });
+  return {
+    runAll: async <Report extends ChildMessage>(configs: readonly unknown[], stepTimeoutMs: number) => {
+      if (configs.length !== children.length) throw new Error(`${configs.length} configs for ${children.length} children`);
+      children.forEach((child, index) => child.send({ type: 'run', config: configs[index] } as ChildMessage));
+      await Promise.all(children.map((child) => child.next('ready', stepTimeoutMs)));
+      for (const child of children) child.send({ type: 'go' });
+      return Promise.all(children.map((child) => child.next<Report>('done', stepTimeoutMs)));
+    },
+  };
 }
