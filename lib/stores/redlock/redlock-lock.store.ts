@@ -165,10 +165,17 @@ export class RedlockLockStore implements LockStore {
     const holders = new Map<string, number>();
     let failed = 0;
     let granted = 0;
+    // Foreign data at a key, or a key held as another kind of lock, on a majority of the nodes is the caller's
+    // to fix (key, keyPrefix, or the same limit/mode everywhere). On a minority it is a leftover: a lease of
+    // the other kind being released or expiring there (a release is decided on a quorum, and the last nodes
+    // apply it a moment later), so that node counts as busy for now and the attempt is made again soon.
+    const mistakes = answers.filter((answer) => !answer.ok && isCallersMistake(answer.error));
+    if (mistakes.length >= this.quorum) throw (mistakes[0] as { error: unknown }).error;
     for (const answer of answers) {
-      // Foreign data at a key, or a key held as another kind of lock, that kept this lock from a quorum is
-      // the caller's to fix (key, keyPrefix, or the same limit/mode everywhere).
-      if (!answer.ok && isCallersMistake(answer.error)) throw answer.error;
+      if (!answer.ok && isCallersMistake(answer.error)) {
+        busy.push(-1);
+        continue;
+      }
       if (!answer.ok) failed++;
       else if (!answer.value.acquired) {
         busy.push(answer.value.retryAfter);
@@ -398,7 +405,12 @@ export class RedlockLockStore implements LockStore {
   private acquireVerdict(answers: readonly NodeAnswer<NodeAcquireReply>[], quorum: number): Verdict | undefined {
     const granted = answers.filter((answer) => answer.ok && answer.value.acquired).length;
     const failed = answers.filter((answer) => !answer.ok && !isCallersMistake(answer.error)).length;
-    return this.verdict(granted, failed, answers.length, quorum);
+    const verdict = this.verdict(granted, failed, answers.length, quorum);
+    // A key held as another kind (or foreign data) is the caller's mistake only when a majority says so (see
+    // acquire): hear the other nodes out before calling it busy.
+    const mistakes = answers.length - granted - failed - answers.filter((answer) => answer.ok && !answer.value.acquired).length;
+    if (verdict === 'against' && mistakes > 0 && mistakes < this.quorum && answers.length < this.nodes.length) return undefined;
+    return verdict;
   }
 
   /** Yes/no votes: `yes` on a quorum is 'for'; too many failures 'unavailable'; a quorum out of reach 'against'. */
