@@ -48,6 +48,8 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
   private readonly namer: LockKeyNamer;
   private readonly held = new Set<Lease>();
   private readonly inFlight = new InFlight();
+  /** Writers of this service waiting behind readers, by lease value: the key their "waiting" mark is on. */
+  private readonly writerMarks = new Map<string, LockKeyNames>();
   private readonly observer: LockObserver;
   private closed = false;
 
@@ -175,6 +177,10 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
       const releases = Promise.allSettled(leases.map((lease) => lease.release()));
       await Promise.race([releases, sleep(SHUTDOWN_RELEASE_TIMEOUT_MS)]);
     }
+    // Writers still waiting withdraw their marks now, while the store accepts it (their own withdrawal would
+    // come after it closed, and other instances' readers would wait a writer's ttl for nothing: review M2).
+    for (const [value, name] of this.writerMarks) void this.inFlight.track(this.store.withdraw(name, value, true).catch(() => undefined));
+    this.writerMarks.clear();
     // Attempts already sent may still be granted: they take their grant back before the store closes.
     await Promise.race([this.inFlight.settled(), sleep(SHUTDOWN_RELEASE_TIMEOUT_MS)]);
     try {
@@ -311,7 +317,10 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
           vacant = outcome.vacant === true;
           return outcome;
         }
-        if (outcome.queued) queued = true;
+        if (outcome.queued) {
+          queued = true;
+          this.writerMarks.set(value, names[0]);
+        }
         const now = performance.now();
         if (now >= deadline) {
           if (once) return null;
@@ -324,14 +333,20 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
           continue;
         }
         if (watch.seen !== seenBefore) continue;
-        const fallback = outcome.retryAfter > 0 ? outcome.retryAfter : settings.ttl;
+        let fallback = outcome.retryAfter > 0 ? outcome.retryAfter : settings.ttl;
+        // A writer's "waiting" mark lasts one of its ttl, and each attempt renews it: a writer sleeping until
+        // the readers' longer leases end would let it lapse, and new readers in ahead of it (review M1).
+        if (queued) fallback = Math.min(fallback, ttl / 3);
         const jitter = Math.random() * Math.min(50, fallback / 10 + 1);
         await watch.next(Math.min(deadline - now, fallback + jitter, MAX_SLEEP_MS), signal, queued);
       }
     } finally {
       watch?.close(acquired, vacant);
       // Granted: the intent has done its job. Given up: the readers it kept waiting are told, as by a release.
-      if (queued) void this.store.withdraw(names[0], value, !acquired).catch(() => undefined);
+      if (queued) {
+        this.writerMarks.delete(value);
+        void this.inFlight.track(this.store.withdraw(names[0], value, !acquired).catch(() => undefined));
+      }
     }
   }
 

@@ -267,4 +267,38 @@ describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('read
     expect((error as LockOptionsError).option).toBe('mode');
     await permit.release();
   });
+  it("a writer whose ttl is shorter than the readers' leases keeps new readers out while it waits (its mark is renewed)", async () => {
+    const [readerSide, writerSide] = await twoLockServices(store, apps);
+    const key = uniqueKey('short-writer');
+    const reader = await readerSide.acquire(key, { mode: 'read', ttl: 3_000 });
+    const startedAt = performance.now();
+    const writer = writerSide.acquire(key, { ttl: 300, wait: 8_000 });
+    await sleep(600);
+    // Before (review M1), on Redis and Redlock: the mark had lapsed after 300 ms and this reader got in,
+    // keeping the writer out until 3 s.
+    const late = await readerSide.tryAcquire(key, { mode: 'read' });
+    expect(late).toBeNull();
+    await sleep(300);
+    await reader.release();
+    const written = await writer;
+    expect(performance.now() - startedAt).toBeLessThan(2_500);
+    await written.release();
+    await late?.release();
+  });
+
+  // Two instances share only a Redis store (the in-process store is one per module).
+  it.runIf(_name !== 'memory')('a writer waiting at shutdown withdraws its mark: readers of the other instance are not held off', async () => {
+    const readerSide = await apps.start(store.options());
+    const writerSide = await apps.start(store.options());
+    const key = uniqueKey('writer-at-shutdown');
+    const reader = await readerSide.locks.acquire(key, { mode: 'read', ttl: 10_000 });
+    const writer = writerSide.locks.acquire(key, { ttl: 8_000, wait: 8_000 }).catch((error: unknown) => error);
+    await sleep(300);
+    await writerSide.close();
+    expect(await writer).toBeInstanceOf(Error);
+    await reader.release();
+    // Before (review M2): refused until the departed writer's mark expired, 7.7 s later.
+    const next = await readerSide.locks.acquire(key, { mode: 'read', wait: 2_000 });
+    await next.release();
+  });
 });
