@@ -56,4 +56,17 @@ describe('Redlock semaphore quorum (3 nodes, limit 2)', () => {
     expect(touched.sort()).toEqual([`lock:{${key}}`, `lock:{${key}}:fence`, `lock:{${key}}:permits`]);
     await Promise.all(held.map((lock) => lock.release()));
   });
+  it('a permit is released with one node down (it no longer holds the 3 nodes it needs), and the key is free again', async () => {
+    const { locks } = await apps.start({ nodes: servers.map((server) => server.url), ttl: 2_000 });
+    const key = uniqueKey('permit-node-down');
+    const permit = await locks.acquire(key, { limit: 2 });
+    servers[2].pause();
+    try {
+      // Before (review L2): LockUnavailableError, though the live nodes had dropped the permit.
+      await expect(permit.release()).resolves.toBe(true);
+      expect(Number(await servers[0].command('ZCARD', `lock:{${key}}`))).toBe(0);
+    } finally {
+      servers[2].resume();
+    }
+  });
 });

@@ -266,7 +266,10 @@ export class RedlockLockStore implements LockStore {
 
   async release(keys: readonly LockKeyNames[], token: string, holdFor = 0, shape?: LockShape): Promise<boolean> {
     const timeout = this.timeout(undefined);
-    const quorum = this.quorumFor(shape);
+    // A permit needs q nodes to count (quorumFor): once N - q + 1 nodes dropped it, it no longer holds a
+    // quorum anywhere, and the release is done — with one node down a 3-node semaphore (q = 3) would
+    // otherwise never release (review L2). A mutex or a reader still needs its usual majority.
+    const quorum = shape?.kind === 'semaphore' ? this.nodes.length - this.quorumFor(shape) + 1 : this.quorumFor(shape);
     // With holdFor (minHold): every node that granted keeps the lease until grant + minHold.
     const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].release(keys, token, timeout, holdFor, shape));
     // The deletes are now queued on every node's connection: a local waiter woken here sends its attempt
