@@ -31,6 +31,8 @@ export interface IoredisConnection {
   quit(): Promise<unknown>;
   disconnect(): void;
   on(event: string, listener: (...args: never[]) => void): unknown;
+  /** A Cluster's: fetches the slot map anew (CLUSTER SLOTS), then calls back (with an error if no node answered). */
+  refreshSlotsCache?(callback: (error?: Error | null) => void): void;
 }
 
 /** The options this adapter overrides on every connection it duplicates (see duplicateIoredis). */
@@ -108,6 +110,18 @@ export class IoredisLockClient implements LockClient {
     };
     let results = await send(true);
     if (isNoScript(results[0]?.[0])) results = await send(false);
+    // On a Cluster, ioredis follows a redirection of a pipeline only when every command in it failed alike
+    // (or the others are read-only); here WAIT, which has no key, succeeds on whichever node took the
+    // pipeline, so a MOVED of the script comes back as is, and nothing learns the new owner of the slot:
+    // measured, after a master failover every renewal under minReplicas went on answering MOVED for the
+    // whole lease, while single commands (which refresh the slot map on MOVED) reached the promoted replica
+    // at once. So the map is refreshed here, and the pipeline sent again once (MOVED: the script did not
+    // run). A second MOVED (a node not yet told of the promotion) is the caller's to retry, as is CLUSTERDOWN
+    // during the failover itself.
+    if (isMoved(results[0]?.[0]) && (await this.refreshSlots())) {
+      results = await send(true);
+      if (isNoScript(results[0]?.[0])) results = await send(false);
+    }
     const [[scriptError, reply] = [null, undefined], [waitError, acks] = [null, 0]] = results;
     if (scriptError) throw scriptError;
     if (waitError) throw waitError;
@@ -137,6 +151,14 @@ export class IoredisLockClient implements LockClient {
   duplicate(options: { readonly subscriber?: boolean } = {}): IoredisLockClient {
     const label = options.subscriber ? `${this.label} (subscriber)` : this.label;
     return new IoredisLockClient(duplicateIoredis(this.connection, options.subscriber === true), label, this.logger);
+  }
+
+  /** Fetches a Cluster's slot map anew; false when this is no Cluster (nothing to refresh). */
+  private refreshSlots(): Promise<boolean> {
+    const connection = this.connection;
+    if (!this.isCluster || typeof connection.refreshSlotsCache !== 'function') return Promise.resolve(false);
+    // No node answering is no reason to give up here: the pipeline sent again then fails as it would have.
+    return new Promise((resolve) => connection.refreshSlotsCache?.(() => resolve(true)));
   }
 
   close(): Promise<void> {
@@ -230,4 +252,8 @@ export function lentKeyPrefix(connection: object): string | undefined {
 
 function isNoScript(error: Error | null | undefined): boolean {
   return error != null && String(error.message).startsWith('NOSCRIPT');
+}
+
+function isMoved(error: Error | null | undefined): boolean {
+  return error != null && String(error.message).startsWith('MOVED ');
 }
