@@ -49,6 +49,7 @@ describe('resolveLockOptions', () => {
     ['minReplicas.timeout', { redis: 'redis://127.0.0.1:1', minReplicas: { replicas: 1 } }],
     ['minReplicas.replica', { redis: 'redis://127.0.0.1:1', minReplicas: { replica: 1, replicas: 1, timeout: 100 } }],
     ['nodes[0]', { nodes: [createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] })] }],
+    ['minReplicas', { redis: createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] }), minReplicas: { replicas: 1, timeout: 100 } }],
     ['minHold', { maxHold: 60_000, minHold: 120_000 }],
     ['minReplicas.timeout', { redis: 'redis://127.0.0.1:1', ttl: 1_000, minReplicas: { replicas: 1, timeout: 400 } }],
     ['minHold', { minHold: 1e300 }],

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { LockOptionsError } from './errors';
 import { MIN_TTL_MS } from './lock.constants';
-import { isClusterClient, isLendableClient } from './stores/clients/client-shape';
+import { isClusterClient, isLendableClient, isNodeRedisClient } from './stores/clients/client-shape';
 import type { LockShape } from './stores/lock-store.interface';
 import type {
   AcquireOptions,
@@ -80,6 +80,16 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     given.minReplicas === undefined
       ? undefined
       : checkMinReplicas(given.minReplicas, ttl, given.redis !== undefined || given.nodes !== undefined);
+  if (minReplicas && isNodeRedisClient(given.redis) && isClusterClient(given.redis)) {
+    // node-redis routes the script and WAIT separately: a script redirected (MOVED/ASK) during a failover
+    // or resharding runs on the new master while WAIT counts the old one's replicas, and the grant would
+    // count as replicated without being so. The ioredis adapter sends both as one pipeline to one node.
+    throw new LockOptionsError(
+      'minReplicas',
+      given.minReplicas,
+      'no minReplicas with a node-redis Cluster (its WAIT may reach another node than the grant); lend an ioredis Cluster, or leave minReplicas off',
+    );
+  }
   return {
     redis: given.redis,
     nodes: given.nodes,
