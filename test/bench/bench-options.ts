@@ -20,13 +20,14 @@ export interface BenchOptions {
 }
 
 /**
- * 3 rounds of 1.5 s per measurement: ten workloads × up to five contestants make ~39 measurements a round,
- * so 1.5 s keeps the whole run (census, warm-up, 3 rounds, 1M-cycle memory check) near 3.5 minutes on two
- * cores, under the 5 minutes allowed; 2 s would come to ~4.5 minutes, too close to the limit on a noisy machine.
+ * 3 rounds of 1.25 s per measurement: eleven workloads × up to six contestants (this library three times:
+ * owned, borrowed ioredis, borrowed node-redis) make ~50 measurements a round; 1.5 s took the whole run
+ * (census, warm-up, 3 rounds, 1M-cycle memory check) to 5 min 10 s on two shared cores, over the 5 minutes
+ * allowed.
  */
 export const DEFAULT_OPTIONS: BenchOptions = {
   rounds: 3,
-  durationMs: 1_500,
+  durationMs: 1_250,
   warmUpMs: 500,
   workloads: WORKLOADS.map((workload) => workload.id),
   memoryCycles: 1_000_000,
@@ -38,7 +39,7 @@ const QUICK_OUT_DIR = path.join(os.tmpdir(), 'nestjs-redis-lock-bench-quick');
 
 export const USAGE = `npm run bench [-- options]
   --rounds=N        repetitions of every measurement, median reported (default 3, at least 1)
-  --duration=MS     length of one measurement (default 1500)
+  --duration=MS     length of one measurement (default 1250)
   --only=a,b        workloads to run: ${WORKLOADS.map((workload) => workload.id).join(', ')}
   --memory=N        cycles of the memory workload, 0 to skip (default 1000000)
   --out=DIR         output directory (default bench-results)
