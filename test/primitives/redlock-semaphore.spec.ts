@@ -69,4 +69,18 @@ describe('Redlock semaphore quorum (3 nodes, limit 2)', () => {
       servers[2].resume();
     }
   });
+
+  it("inspect reports each permit's own fence (the value a quorum records), not a higher one a single node recorded", async () => {
+    const { locks } = await apps.start({ nodes: servers.map((server) => server.url) });
+    const key = uniqueKey('permit-fence');
+    // limit 1 needs 2 of the 3 nodes: a third node may grant after the quorum was in, its own counter giving
+    // the permit another fence (higher when other grants had raised it). Made so here on one node, by hand.
+    const permit = await locks.acquire(key, { limit: 1 });
+    const member = ((await servers[0].command('ZRANGE', `lock:{${key}}`, '0', '-1')) as string[])[0];
+    expect(member.startsWith(`${permit.token}|`)).toBe(true);
+    expect(Number(await servers[0].command('HSET', `lock:{${key}}:permits`, member, String(permit.fence + 10)))).toBe(0);
+    // Before: the highest any node recorded (fence + 10).
+    expect((await locks.inspect(key))?.holders.map((holder) => holder.fence)).toEqual([permit.fence]);
+    await permit.release();
+  });
 });

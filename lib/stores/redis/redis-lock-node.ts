@@ -7,7 +7,13 @@ import { kindConflict, recordOf, shapeFromRecord } from '../shared/kind-conflict
 import { withTimeout } from '../shared/with-timeout';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, RAISE_FENCES_SCRIPT, RELEASE_SCRIPT, UNDO_SCRIPT } from './lock-scripts';
 import { FORCE_RELEASE_SCRIPT, INSPECT_SCRIPT } from './operator-scripts';
-import { PERMIT_ACQUIRE_SCRIPT, PERMIT_EXTEND_SCRIPT, PERMIT_RELEASE_SCRIPT, PERMIT_UNDO_SCRIPT } from './permit-scripts';
+import {
+  PERMIT_ACQUIRE_SCRIPT,
+  PERMIT_EXTEND_SCRIPT,
+  PERMIT_RAISE_FENCE_SCRIPT,
+  PERMIT_RELEASE_SCRIPT,
+  PERMIT_UNDO_SCRIPT,
+} from './permit-scripts';
 import { WITHDRAW_SCRIPT, WRITE_ACQUIRE_SCRIPT } from './read-write-scripts';
 import { ReplicasNotAcknowledgedError } from './replicas-not-acknowledged.error';
 
@@ -23,6 +29,7 @@ const PERMIT_ACQUIRE = lockScript('nestLockPermitAcquire', PERMIT_ACQUIRE_SCRIPT
 const PERMIT_EXTEND = lockScript('nestLockPermitExtend', PERMIT_EXTEND_SCRIPT);
 const PERMIT_RELEASE = lockScript('nestLockPermitRelease', PERMIT_RELEASE_SCRIPT);
 const PERMIT_UNDO = lockScript('nestLockPermitUndo', PERMIT_UNDO_SCRIPT);
+const PERMIT_RAISE_FENCE = lockScript('nestLockPermitRaiseFence', PERMIT_RAISE_FENCE_SCRIPT);
 const WRITE_ACQUIRE = lockScript('nestLockWriteAcquire', WRITE_ACQUIRE_SCRIPT);
 const WITHDRAW = lockScript('nestLockWithdraw', WITHDRAW_SCRIPT);
 
@@ -44,7 +51,7 @@ export interface NodeHolder {
   readonly value: string;
   /** PTTL: ms until it expires. */
   readonly ttlLeft: number;
-  /** The key's fence counter on this node. */
+  /** A mutex: the key's fence counter on this node; a permit or reader: its own fence recorded on this node. */
   readonly fence: number;
 }
 
@@ -246,13 +253,23 @@ export class RedisLockNode {
   /**
    * Redlock's fence write-back: raises each key's fence counter on this node to at least `fences[i]`,
    * provided this node still holds every key with `token`. True when it did (or the counters were already
-   * that high); false when the node no longer holds the lock.
+   * that high); false when the node no longer holds the lock. A permit or reader also records `fences[0]` as
+   * its own fence on this node (PERMIT_RAISE_FENCE_SCRIPT), which inspect reports.
    */
-  async raiseFences(keys: readonly LockKeyNames[], token: string, fences: readonly number[], timeoutMs: number): Promise<boolean> {
+  async raiseFences(
+    keys: readonly LockKeyNames[],
+    token: string,
+    fences: readonly number[],
+    timeoutMs: number,
+    shape?: LockShape,
+  ): Promise<boolean> {
     const names: string[] = [];
     for (const key of keys) names.push(key.lockKey);
     for (const key of keys) names.push(key.fenceKey);
-    const reply = await this.write(RAISE_FENCES, names, [token, ...fences], timeoutMs, keys, (answer) => Number(answer) === 1, 'fence');
+    const permit = isPermit(shape);
+    if (permit) names.push(keys[0].permitsKey);
+    const script = permit ? PERMIT_RAISE_FENCE : RAISE_FENCES;
+    const reply = await this.write(script, names, [token, ...fences], timeoutMs, keys, (answer) => Number(answer) === 1, 'fence');
     if (Array.isArray(reply)) throw this.foreignData(keys[Number(reply[1]) - 1], 'fence');
     return Number(reply) === 1;
   }

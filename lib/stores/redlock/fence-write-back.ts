@@ -1,5 +1,5 @@
 import { InvalidLockKeyError } from '../../errors';
-import type { LockKeyNames } from '../lock-store.interface';
+import type { LockKeyNames, LockShape } from '../lock-store.interface';
 import type { RedisLockNode } from '../redis/redis-lock-node';
 import { QuorumRound } from './quorum-round';
 
@@ -40,6 +40,12 @@ function reaches(fences: readonly number[], target: readonly number[]): boolean 
  * before the raise reached it, and the intersection argument needs a node it could only take afterwards.
  * Like the single-Redis fence, this holds while nodes keep their counters (no restart without persistence).
  *
+ * A permit or reader (several holders, each with its fence in the record beside the set) also has F recorded
+ * as its own fence on the nodes raised: the nodes at F recorded F already, so F is then the holder's fence on
+ * every node of S, at least a quorum, whereas a node that granted after the quorum was in (not in `grants`)
+ * keeps whatever its own counter gave. That is how inspect tells the grant's fence (the value a quorum
+ * records) from such a node's. The raise is the round trip that was made anyway: no cost on the hot path.
+ *
  * Resolves with F once S is established; undefined when too few holders confirmed (the caller gives up the
  * grant). An InvalidLockKeyError from a node (foreign data at a fence key) rejects.
  */
@@ -50,6 +56,7 @@ export async function writeBackFences(
   token: string,
   quorum: number,
   timeoutMs: number,
+  shape?: LockShape,
 ): Promise<number[] | undefined> {
   const highest = highestFences(grants);
   const atHighest = grants.filter((grant) => reaches(grant.fences, highest)).length;
@@ -57,7 +64,7 @@ export async function writeBackFences(
 
   const behind = grants.filter((grant) => !reaches(grant.fences, highest));
   const round = new QuorumRound(behind.length, (index) =>
-    nodes[behind[index].node].raiseFences(keys, token, highest, timeoutMs),
+    nodes[behind[index].node].raiseFences(keys, token, highest, timeoutMs, shape),
   );
   const confirmed = await round.decide<boolean>((answers, pending) => {
     const invalid = answers.find((answer) => !answer.ok && answer.error instanceof InvalidLockKeyError);

@@ -138,7 +138,7 @@ export class RedlockLockStore implements LockStore {
       }
       let fences: number[] | undefined;
       try {
-        fences = await writeBackFences(this.nodes, grants, keys, token, quorum, timeout);
+        fences = await writeBackFences(this.nodes, grants, keys, token, quorum, timeout, shape);
       } catch (error) {
         await this.undo(round, keys, token, timeout, shape);
         throw error;
@@ -323,8 +323,7 @@ export class RedlockLockStore implements LockStore {
   /**
    * What a quorum says: every node is asked, and a holder is reported when a quorum of nodes (for its
    * shape, see quorumFor) hold the same value. Its ttlLeft is how long a quorum will still hold it (the
-   * quorum-th longest PTTL), its fence the largest on those nodes (the grant's fence, written back to a
-   * quorum when they differed).
+   * quorum-th longest PTTL), its fence the one its Lock reports (see fenceOf).
    */
   async inspect(key: LockKeyNames): Promise<LockState | null> {
     const timeout = this.timeout(undefined);
@@ -348,7 +347,7 @@ export class RedlockLockStore implements LockStore {
       if (states.length < quorum) continue;
       kind = kindOf(shape);
       const ttls = states.map((state) => state.ttlLeft).sort((a, b) => b - a);
-      holders.push({ value, ttlLeft: ttls[quorum - 1], fence: Math.max(...states.map((state) => state.fence)) });
+      holders.push({ value, ttlLeft: ttls[quorum - 1], fence: fenceOf(states, quorum) });
     }
     return holders.length > 0 ? { kind, holders } : null;
   }
@@ -511,6 +510,27 @@ export class RedlockLockStore implements LockStore {
   private timeout(ttl: number | undefined): number {
     return this.options.commandTimeout ?? commandTimeoutFor(ttl);
   }
+}
+
+/**
+ * A holder's fence from what its nodes record: the value recorded on at least a quorum of them. The grant's
+ * fence F (its Lock.fence) is the highest of its granting quorum, and the fence write-back leaves F on at
+ * least a quorum of nodes before the grant is returned (fence-write-back.ts): for a mutex the key's counter
+ * there (nobody else increments it while the holder holds the node), for a permit or reader its own field
+ * in the record. A node that granted after the quorum was in recorded what its own counter gave, which may
+ * be higher than F (before, inspect reported the largest value, so a reader granted 1 could be listed with
+ * 4) or lower. Two values cannot both be on a quorum. When none is (a grant whose write-back is still under
+ * way, or nodes of its quorum that lost the key, e.g. restarted without persistence), the grant's fence
+ * cannot be told from what the nodes hold, and the largest recorded value is reported, as before.
+ */
+function fenceOf(states: readonly NodeHolder[], quorum: number): number {
+  const counts = new Map<number, number>();
+  for (const { fence } of states) {
+    const count = (counts.get(fence) ?? 0) + 1;
+    if (count >= quorum) return fence;
+    counts.set(fence, count);
+  }
+  return Math.max(...states.map((state) => state.fence));
 }
 
 /** A node's refusal that is the caller's to fix, not the node's failure: foreign data, or a key held as another kind. */
