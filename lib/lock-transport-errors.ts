@@ -10,6 +10,7 @@ import {
   type Logger,
 } from '@nestjs/common';
 import { InvalidLockKeyError, LockLostError, LockNotAcquiredError, LockUnavailableError, type LockError } from './errors';
+import { formatKeys } from './errors/format-keys';
 
 /**
  * The one place where a lock error becomes what a client receives, per transport. The errors themselves
@@ -78,13 +79,9 @@ export function lockErrorPayload(error: unknown): LockErrorPayload | undefined {
   }
   // The store's own words (a host and port, a driver's error, node counts) are for the operator's log, not
   // for a client: an unavailable store or a lost lock is described to the client in general terms.
-  if (error instanceof LockUnavailableError) return { code: row.code, message: `Lock store unavailable for ${quoted(error.keys)}; try again later.` };
-  if (error instanceof LockLostError) return { code: row.code, message: `The lock on ${quoted(error.keys)} was lost while the request ran.` };
+  if (error instanceof LockUnavailableError) return { code: row.code, message: `Lock store unavailable for ${formatKeys(error.keys)}; try again later.` };
+  if (error instanceof LockLostError) return { code: row.code, message: `The lock on ${formatKeys(error.keys)} was lost while the request ran.` };
   return { code: row.code, message };
-}
-
-function quoted(keys: readonly string[]): string {
-  return keys.map((key) => `"${key}"`).join(', ');
 }
 
 /** Logs a mapped lock error at its row's level (busy: debug, never an ERROR with a stack). */
