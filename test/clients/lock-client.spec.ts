@@ -69,6 +69,25 @@ describe.each(CLIENT_FAMILY_NAMES.map((name) => [name]))('LockClient over a lent
     expect(await client.runScript(ECHO, [key], ['d', 10])).toEqual([key, 'd', '10']);
   });
 
+  it('a new connection is sent the script in full first: no NOSCRIPT after a reconnect (a resend would reorder commands)', async () => {
+    const client = lockClient();
+    const key = freshKey('reconnect');
+    expect(await client.runScript(ECHO, [key], ['a', 1])).toEqual([key, 'a', '1']);
+    // The server forgets its scripts and drops the lock connection: the client reconnects on its own.
+    await server.command('SCRIPT', 'FLUSH');
+    await server.command('CONFIG', 'RESETSTAT');
+    await server.command('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+    // The first command may meet the dying socket (rejected, never run): it is tried again until one runs.
+    await eventually(
+      () => client.runScript(ECHO, [key], ['b', 2]).then(() => true, () => false),
+      5_000,
+      'a script ran on the new connection',
+    );
+    expect(await client.runScript(ECHO, [key], ['c', 3])).toEqual([key, 'c', '3']);
+    const errors = String(await server.command('INFO', 'errorstats'));
+    expect(errors).not.toContain('NOSCRIPT');
+  });
+
   it('EXISTS and PING', async () => {
     const client = lockClient();
     const key = freshKey('exists');

@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { LockClient, RedisArgument, ReplicatedReply } from './lock-client';
 import type { LockScript } from './lock-script';
 import { isClusterClient } from './client-shape';
+import { withTimeout } from '../shared/with-timeout';
 
 type MessageListener = (message: string, channel: string) => void;
 
@@ -57,7 +58,12 @@ export class NodeRedisLockClient implements LockClient {
   private messageHandler: ((channel: string, message: string) => void) | undefined;
   private readonly listener: MessageListener = (message, channel) => this.messageHandler?.(channel, message);
   private closing: Promise<void> | undefined;
-  /** SHAs of the scripts this connection sent in full once (EVAL), so Redis has them cached. */
+  /**
+   * SHAs of the scripts sent in full (EVAL) on the current connection, so Redis has them cached. Emptied
+   * when the connection drops: the next connection (maybe to a restarted server, or a promoted replica)
+   * is sent each script in full again rather than answered NOSCRIPT, whose resend would let the commands
+   * queued behind it run first.
+   */
   private readonly scriptsSent = new Set<string>();
   /** Commands sent and not answered yet, and who waits for there to be none (close()). */
   private inFlight = 0;
@@ -70,10 +76,19 @@ export class NodeRedisLockClient implements LockClient {
   ) {
     this.isCluster = isNodeRedisCluster(connection);
     // An 'error' event without a listener would be thrown; callers learn of failures from their commands.
-    connection.on('error', (error: Error) => logger.warn(`Redis ${label}: ${error.message}`));
+    connection.on('error', (error: Error) => {
+      this.scriptsSent.clear();
+      logger.warn(`Redis ${label}: ${error.message}`);
+    });
+    connection.on('reconnecting', () => this.scriptsSent.clear());
   }
 
-  async runScript(script: LockScript, keys: readonly string[], args: readonly RedisArgument[]): Promise<unknown> {
+  runScript(script: LockScript, keys: readonly string[], args: readonly RedisArgument[], timeoutMs?: number): Promise<unknown> {
+    const reply = this.runScriptUnbounded(script, keys, args);
+    return timeoutMs === undefined ? reply : withTimeout(reply, timeoutMs);
+  }
+
+  private async runScriptUnbounded(script: LockScript, keys: readonly string[], args: readonly RedisArgument[]): Promise<unknown> {
     const command = this.scriptCommandFor(script, keys, args);
     try {
       return await this.send(keys[0], command);
