@@ -357,12 +357,15 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
    */
   private attempt(request: AcquireRequest, keys: readonly string[]): Promise<AcquireOutcome> {
     return this.inFlight.track(
-      this.store.acquire(request).then(async (outcome) => {
-        if (!outcome.acquired || !this.closed) return outcome;
-        await this.store.release(request.keys, request.token, 0, request.shape).catch(() => undefined);
-        throw new LockUnavailableError(keys, 'the application is shutting down');
-      }),
+      // A plain callback, not an async one: on the hot path (granted, not closing) the outcome passes as it is.
+      this.store.acquire(request).then((outcome) => (!outcome.acquired || !this.closed ? outcome : this.takeBack(request, keys))),
     );
+  }
+
+  /** A grant that arrived after shutdown began: released again, and refused. */
+  private async takeBack(request: AcquireRequest, keys: readonly string[]): Promise<never> {
+    await this.store.release(request.keys, request.token, 0, request.shape).catch(() => undefined);
+    throw new LockUnavailableError(keys, 'the application is shutting down');
   }
 
   private async watchReleases(names: readonly LockKeyNames[], keys: readonly string[]): Promise<ReleaseWatch> {

@@ -1,6 +1,7 @@
 import { LockLostError } from '../../lib';
 import { rejectionOf } from '../core/helpers/timing';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
+import { eventually } from '../support/eventually';
 import { type RedisProcess, startRedisServers } from '../support/redis-server';
 
 /** Removes the member of `token` from the holders' set of `key` on one node (that node lost the permit). */
@@ -76,7 +77,14 @@ describe('Redlock semaphore quorum (3 nodes, limit 2)', () => {
     // limit 1 needs 2 of the 3 nodes: a third node may grant after the quorum was in, its own counter giving
     // the permit another fence (higher when other grants had raised it). Made so here on one node, by hand.
     const permit = await locks.acquire(key, { limit: 1 });
-    const member = ((await servers[0].command('ZRANGE', `lock:{${key}}`, '0', '-1')) as string[])[0];
+    // The grant returned once a quorum answered: node 0's copy may still be on its way (another connection).
+    let member: string | undefined;
+    await eventually(
+      async () => (member = ((await servers[0].command('ZRANGE', `lock:{${key}}`, '0', '-1')) as string[])[0]) !== undefined,
+      2_000,
+      'node 0 records the permit',
+    );
+    if (member === undefined) throw new Error('unreachable: eventually() returned without a member');
     expect(member.startsWith(`${permit.token}|`)).toBe(true);
     expect(Number(await servers[0].command('HSET', `lock:{${key}}:permits`, member, String(permit.fence + 10)))).toBe(0);
     // Before: the highest any node recorded (fence + 10).

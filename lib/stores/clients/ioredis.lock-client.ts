@@ -1,10 +1,13 @@
 import type { Logger } from '@nestjs/common';
+import Redis, { type Command } from 'ioredis';
+import { ScriptCommand, type ScriptsSent } from './ioredis-script-command';
 import type { LockClient, RedisArgument, ReplicatedReply } from './lock-client';
 import type { LockScript } from './lock-script';
 import { quitOrDisconnect } from './quit';
+import { expireAfter, withTimeout } from '../shared/with-timeout';
 
 /** A command defineCommand added: `numkeys, ...keys, ...args`. */
-type ScriptCommand = (numKeys: number, ...keysAndArgs: RedisArgument[]) => Promise<unknown>;
+type DefinedScript = (numKeys: number, ...keysAndArgs: RedisArgument[]) => Promise<unknown>;
 
 interface IoredisPipeline {
   evalsha(sha: string, numKeys: number, ...keysAndArgs: RedisArgument[]): IoredisPipeline;
@@ -23,6 +26,8 @@ export interface IoredisConnection {
   /** The socket of a standalone connection (absent on a Cluster, and before connecting). */
   readonly stream?: unknown;
   defineCommand(name: string, definition: { lua: string }): void;
+  /** Queues a command built by the caller; resolves with its reply (ioredis types it loosely). */
+  sendCommand(command: Command): unknown;
   pipeline(): IoredisPipeline;
   exists(key: string): Promise<number>;
   ping(): Promise<unknown>;
@@ -65,6 +70,24 @@ export class IoredisLockClient implements LockClient {
   private corked = false;
   private corkedCommands = 0;
   private closing: Promise<void> | undefined;
+  /**
+   * Set when the connection is a `Redis` of the ioredis this library loads (every connection the module
+   * makes from options, and the duplicate of a lent client of the same ioredis): its commands can then be
+   * built directly (ScriptCommand). A Cluster, iovalkey or another copy of ioredis goes through defineCommand.
+   */
+  private readonly direct: boolean;
+  /** For ScriptCommand: the scripts each socket was sent in full. Replaced after a NOSCRIPT (a SCRIPT FLUSH). */
+  private scriptsSent = new WeakMap<object, Set<string>>();
+  private readonly sentScripts: ScriptsSent = {
+    on: (socket) => {
+      let sent = this.scriptsSent.get(socket);
+      if (!sent) {
+        sent = new Set();
+        this.scriptsSent.set(socket, sent);
+      }
+      return sent;
+    },
+  };
 
   constructor(
     private readonly connection: IoredisConnection,
@@ -75,20 +98,55 @@ export class IoredisLockClient implements LockClient {
     // by their commands (rejected, or timed out by the store), so a warning is all it needs here.
     connection.on('error', (error: Error) => logger.warn(`Redis ${label}: ${error.message}`));
     connection.on('message', (channel: string, message: string) => this.messageHandler?.(channel, message));
+    this.direct = connection instanceof Redis;
   }
 
   get isCluster(): boolean {
     return this.connection.isCluster === true;
   }
 
-  runScript(script: LockScript, keys: readonly string[], args: readonly RedisArgument[]): Promise<unknown> {
+  runScript(script: LockScript, keys: readonly string[], args: readonly RedisArgument[], timeoutMs?: number): Promise<unknown> {
+    if (this.direct) return this.sendScript(script, keys, args, timeoutMs, true);
     if (!this.defined.has(script.name)) {
       this.connection.defineCommand(script.name, { lua: script.lua });
       this.defined.add(script.name);
     }
     this.coalesceWrites();
-    const command = (this.connection as unknown as Record<string, ScriptCommand>)[script.name];
-    return command.call(this.connection, keys.length, ...keys, ...args);
+    const command = (this.connection as unknown as Record<string, DefinedScript>)[script.name];
+    const reply = command.call(this.connection, keys.length, ...keys, ...args);
+    return timeoutMs === undefined ? reply : withTimeout(reply, timeoutMs);
+  }
+
+  /**
+   * Sends a ScriptCommand. Its deadline rejects the command itself, as ioredis' own commandTimeout does
+   * (a late reply then settles nothing), so no promise wraps it: this is the hot path of every lock.
+   * A NOSCRIPT can only follow a SCRIPT FLUSH on a live connection (a new connection is always sent the
+   * script first): every socket is then presumed to have lost every script, and the command is sent again
+   * once, in full.
+   */
+  private sendScript(
+    script: LockScript,
+    keys: readonly string[],
+    args: readonly RedisArgument[],
+    timeoutMs: number | undefined,
+    retry: boolean,
+  ): Promise<unknown> {
+    this.coalesceWrites();
+    const command = new ScriptCommand(script, this.sentScripts, keys, args, timeoutMs ?? Infinity);
+    const deadline = timeoutMs === undefined ? undefined : expireAfter(command);
+    const reply = this.connection.sendCommand(command) as Promise<unknown>;
+    return reply.then(
+      (value) => {
+        deadline?.delete(command);
+        return value;
+      },
+      (error: Error) => {
+        deadline?.delete(command);
+        if (!retry || !isNoScript(error)) throw error;
+        this.scriptsSent = new WeakMap();
+        return this.sendScript(script, keys, args, timeoutMs, false);
+      },
+    );
   }
 
   async runScriptAndWait(

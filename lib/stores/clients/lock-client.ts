@@ -29,10 +29,11 @@ export interface LockClient {
   /** A Redis Cluster client (commands are routed by key) rather than one server, Sentinel-managed or not. */
   readonly isCluster: boolean;
   /**
-   * Runs `script` by its SHA, loading it (EVAL) when the server does not know it (NOSCRIPT: first use, a
-   * restart, SCRIPT FLUSH, a failover to a replica that never saw it).
+   * Runs `script` by its SHA, loading it (EVAL) when the server does not know it (first use on a connection,
+   * a restart, SCRIPT FLUSH, a failover to a replica that never saw it). With `timeoutMs`, rejects with
+   * CommandTimeoutError when no answer came within it (the script may still run: callers undo).
    */
-  runScript(script: LockScript, keys: readonly string[], args: readonly RedisArgument[]): Promise<unknown>;
+  runScript(script: LockScript, keys: readonly string[], args: readonly RedisArgument[], timeoutMs?: number): Promise<unknown>;
   /**
    * Runs `script` and then `WAIT replicas timeoutMs` on the same connection, written together so both
    * take one round trip (Lua cannot call WAIT), on the master that owns `keys[0]` in a Cluster. The acks

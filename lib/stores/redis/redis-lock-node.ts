@@ -182,7 +182,7 @@ export class RedisLockNode {
   }
 
   /** Runs a granting script; a grant too few replicas acknowledged is taken back before rejecting. */
-  private async granting(
+  private granting(
     script: LockScript,
     names: readonly string[],
     args: readonly RedisArgument[],
@@ -191,13 +191,15 @@ export class RedisLockNode {
     timeoutMs: number,
     shape?: LockShape,
   ): Promise<unknown> {
-    try {
-      return await this.write(script, names, args, timeoutMs, keys, (answer) => Number((answer as number[])[0]) === 1, 'grant');
-    } catch (error) {
-      // Granted, but on too few replicas to survive a failover: take it back before saying so.
-      if (error instanceof ReplicasNotAcknowledgedError) await this.undo(keys, token, timeoutMs, shape).catch(() => undefined);
-      throw error;
-    }
+    // Not async: without minReplicas this is the acquire hot path, and each promise layer costs.
+    if (!this.minReplicas) return this.run(script, names, args, timeoutMs, keys);
+    return this.write(script, names, args, timeoutMs, keys, (answer) => Number((answer as number[])[0]) === 1, 'grant').catch(
+      async (error: unknown) => {
+        // Granted, but on too few replicas to survive a failover: take it back before saying so.
+        if (error instanceof ReplicasNotAcknowledgedError) await this.undo(keys, token, timeoutMs, shape).catch(() => undefined);
+        throw error;
+      },
+    );
   }
 
   private foreignData(key: LockKeyNames, which: 'lock' | 'fence'): InvalidLockKeyError {
@@ -359,7 +361,7 @@ export class RedisLockNode {
     keys: readonly LockKeyNames[],
   ): Promise<unknown> {
     this.refuseWhenClosed();
-    return withTimeout(this.client.runScript(script, names, args), timeoutMs).then(
+    return this.client.runScript(script, names, args, timeoutMs).then(
       (reply) => this.succeeded(reply),
       (error: unknown) => this.failed(error, keys),
     );

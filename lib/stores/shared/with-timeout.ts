@@ -12,15 +12,16 @@ export class CommandTimeoutError extends Error {
  */
 const BUCKET_MS = 16;
 
-interface Pending {
-  readonly reject: (error: Error) => void;
+/** Something with a deadline: rejected with CommandTimeoutError when its bucket expires. */
+export interface Expirable {
+  reject(error: Error): void;
   readonly timeoutMs: number;
 }
 
 /** The longest delay setTimeout honours; Node fires a longer one after 1 ms (and warns). */
 const MAX_TIMER_DELAY_MS = 2_147_483_647;
 
-const buckets = new Map<number, Set<Pending>>();
+const buckets = new Map<number, Set<Expirable>>();
 
 /** Arms the bucket's timer, in steps of the longest delay when its deadline is further away (a huge commandTimeout). */
 function armBucket(at: number): void {
@@ -39,29 +40,37 @@ function expireBucket(at: number): void {
 }
 
 /**
+ * Puts `expirable` in the bucket of its deadline, `timeoutMs` from now (up to BUCKET_MS later), and returns
+ * that bucket: the caller deletes it from there once answered, or it is rejected when the bucket expires.
+ */
+export function expireAfter(expirable: Expirable): Set<Expirable> {
+  const at = Math.ceil((performance.now() + expirable.timeoutMs) / BUCKET_MS) * BUCKET_MS;
+  let bucket = buckets.get(at);
+  if (!bucket) {
+    bucket = new Set();
+    buckets.set(at, bucket);
+    armBucket(at);
+  }
+  bucket.add(expirable);
+  return bucket;
+}
+
+/**
  * Rejects with CommandTimeoutError when `promise` has not settled within `timeoutMs` (up to BUCKET_MS
  * later). The command itself is not cancelled (Redis cannot be told to forget it): callers undo what a
  * late success would leave.
  */
 export function withTimeout<T>(promise: Promise<T>, timeoutMs: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const at = Math.ceil((performance.now() + timeoutMs) / BUCKET_MS) * BUCKET_MS;
-    let bucket = buckets.get(at);
-    if (!bucket) {
-      bucket = new Set();
-      buckets.set(at, bucket);
-      armBucket(at);
-    }
-    const pending: Pending = { reject, timeoutMs };
-    const own = bucket;
-    own.add(pending);
+    const pending: Expirable = { reject, timeoutMs };
+    const bucket = expireAfter(pending);
     promise.then(
       (value) => {
-        own.delete(pending);
+        bucket.delete(pending);
         resolve(value);
       },
       (error: unknown) => {
-        own.delete(pending);
+        bucket.delete(pending);
         reject(error);
       },
     );
