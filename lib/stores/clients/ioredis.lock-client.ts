@@ -4,7 +4,7 @@ import { ScriptCommand, type ScriptsSent } from './ioredis-script-command';
 import type { LockClient, RedisArgument, ReplicatedReply } from './lock-client';
 import type { LockScript } from './lock-script';
 import { quitOrDisconnect } from './quit';
-import { expireAfter, withTimeout } from '../shared/with-timeout';
+import { CommandTimeoutError, expireAfter, withTimeout } from '../shared/with-timeout';
 
 /** A command defineCommand added: `numkeys, ...keys, ...args`. */
 type DefinedScript = (numKeys: number, ...keysAndArgs: RedisArgument[]) => Promise<unknown>;
@@ -120,9 +120,9 @@ export class IoredisLockClient implements LockClient {
   /**
    * Sends a ScriptCommand. Its deadline rejects the command itself, as ioredis' own commandTimeout does
    * (a late reply then settles nothing), so no promise wraps it: this is the hot path of every lock.
-   * A NOSCRIPT can only follow a SCRIPT FLUSH on a live connection (a new connection is always sent the
-   * script first): every socket is then presumed to have lost every script, and the command is sent again
-   * once, in full.
+   * A NOSCRIPT means the server lost its scripts under a live connection (a SCRIPT FLUSH, as a rule: a new
+   * connection is always sent the script first): every socket is then presumed to have lost every script,
+   * and the command is sent again once, in full, within what is left of its timeout.
    */
   private sendScript(
     script: LockScript,
@@ -132,9 +132,12 @@ export class IoredisLockClient implements LockClient {
     retry: boolean,
   ): Promise<unknown> {
     this.coalesceWrites();
+    const sentAt = performance.now();
     const command = new ScriptCommand(script, this.sentScripts, keys, args, timeoutMs ?? Infinity);
-    const deadline = timeoutMs === undefined ? undefined : expireAfter(command);
     const reply = this.connection.sendCommand(command) as Promise<unknown>;
+    // Armed once the command is queued: a sendCommand that threw leaves no deadline to reject a promise
+    // nobody listens to.
+    const deadline = timeoutMs === undefined ? undefined : expireAfter(command);
     return reply.then(
       (value) => {
         deadline?.delete(command);
@@ -144,7 +147,10 @@ export class IoredisLockClient implements LockClient {
         deadline?.delete(command);
         if (!retry || !isNoScript(error)) throw error;
         this.scriptsSent = new WeakMap();
-        return this.sendScript(script, keys, args, timeoutMs, false);
+        // The resend has what is left of the caller's time, not a whole timeout of its own.
+        const left = timeoutMs === undefined ? undefined : timeoutMs - (performance.now() - sentAt);
+        if (left !== undefined && left <= 0) throw new CommandTimeoutError(timeoutMs as number);
+        return this.sendScript(script, keys, args, left, false);
       },
     );
   }
