@@ -2,8 +2,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { WORKLOADS, type WorkloadId } from './workloads/workload-specs';
 
-/** Slices per round of the serial and parallel workloads, the contestants taking turns slice by slice. */
-export const SLICES_PER_ROUND = 4;
+/**
+ * Slices per round of the serial and parallel workloads, the contestants taking turns slice by slice. 8 (was
+ * 4): on this shared 2-core machine the speed of everything drifts by 2-3x within minutes, and two runs of
+ * the same code path (owned and borrowed clients) came out 0.76x and 0.99x with 4; finer turns spread such
+ * drift more evenly over the contestants, at the same total time.
+ */
+export const SLICES_PER_ROUND = 8;
 
 export interface BenchOptions {
   /** Each measurement is repeated this many times, contestants interleaved; the median is reported. */
