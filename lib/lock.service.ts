@@ -18,7 +18,16 @@ import type { LockEvent } from './observability/lock-event';
 import type { LockInfo } from './observability/lock-info';
 import { LockObserver } from './observability/lock-observer';
 import type { OtelSpan } from './observability/otel-api';
-import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockStore, ReleaseWatch } from './stores/lock-store.interface';
+import type {
+  AcquireGrant,
+  AcquireOutcome,
+  AcquireRequest,
+  HandoverOffer,
+  LockKeyNames,
+  LockShape,
+  LockStore,
+  ReleaseWatch,
+} from './stores/lock-store.interface';
 
 /** Every LockService of the process shares one view of which locks each async context holds. */
 const context = new LockContext();
@@ -29,12 +38,17 @@ const SHUTDOWN_RELEASE_TIMEOUT_MS = 2_000;
 /** Longest single sleep: Node's timers overflow past 2^31 - 1 ms. */
 const MAX_SLEEP_MS = 2_147_483_647;
 
-type Granted = Extract<AcquireOutcome, { acquired: true }>;
+type Granted = AcquireGrant;
 
 /** One acquisition call, for its observer: when it started, and its wait span once it had to wait. */
 interface Attempt {
   readonly startedAt: number;
   span: OtelSpan | undefined;
+  /**
+   * Set once a release of this process claimed the caller for a direct hand-over: ends the hand-over's
+   * in-flight count, called once the call has dealt with what came of it (see HandoverOffer.claimed).
+   */
+  handoverDealtWith?: () => void;
 }
 
 /**
@@ -226,46 +240,51 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
       // The owner rides in the lease's value: named without another command, compared whole by the scripts.
       const value = leaseValue(token, this.options.instance);
       const attempt: Attempt = { startedAt: performance.now(), span: undefined };
-      let granted: Granted | null;
       try {
-        granted = await this.grant(names, value, settings, keys, once, attempt);
-      } catch (error) {
-        this.observer.notAcquired(keys, settings.label, attempt.startedAt, error, attempt.span, settings.signal);
-        await this.unpin(borrowed);
-        throw error;
+        let granted: Granted | null;
+        try {
+          granted = await this.grant(names, value, settings, keys, once, attempt);
+        } catch (error) {
+          this.observer.notAcquired(keys, settings.label, attempt.startedAt, error, attempt.span, settings.signal);
+          await this.unpin(borrowed);
+          throw error;
+        }
+        if (!granted) {
+          this.observer.notAcquired(keys, settings.label, attempt.startedAt, null, attempt.span);
+          await this.unpin(borrowed);
+          return null;
+        }
+        if (this.closed || !borrowed.every((lease) => lease.isHeld)) {
+          // Shutdown began, or a borrowed lease was lost, while this call waited: nothing may be handed out.
+          await this.inFlight.track(this.store.release(names, value, 0, shape).catch(() => undefined));
+          await this.unpin(borrowed);
+          const error = this.closed
+            ? new LockUnavailableError(keys, 'the application is shutting down')
+            : new LockLostError(keys, 'a lock this context already held on some of the keys was lost meanwhile');
+          this.observer.notAcquired(keys, settings.label, attempt.startedAt, error, attempt.span);
+          throw error;
+        }
+        own = new Lease(this, {
+          names,
+          token,
+          value,
+          label: settings.label,
+          grantedAt: performance.now(),
+          fences: granted.fences,
+          validUntil: granted.validUntil,
+          ttl: settings.ttl,
+          autoExtend: settings.autoExtend,
+          holdUntil: performance.now() + settings.maxHold,
+          // Counted from when the grant was seen, i.e. after Redis made it: the hold-over never ends early.
+          minHoldUntil: performance.now() + settings.minHold,
+          shape,
+        });
+        this.held.add(own);
+        this.observer.acquired(missing, granted.fences, settings.label, attempt.startedAt, attempt.span);
+      } finally {
+        // A grant handed over while shutdown began is released (tracked) or held (in `held`) by now.
+        attempt.handoverDealtWith?.();
       }
-      if (!granted) {
-        this.observer.notAcquired(keys, settings.label, attempt.startedAt, null, attempt.span);
-        await this.unpin(borrowed);
-        return null;
-      }
-      if (this.closed || !borrowed.every((lease) => lease.isHeld)) {
-        // Shutdown began, or a borrowed lease was lost, while this call waited: nothing may be handed out.
-        await this.inFlight.track(this.store.release(names, value, 0, shape).catch(() => undefined));
-        await this.unpin(borrowed);
-        const error = this.closed
-          ? new LockUnavailableError(keys, 'the application is shutting down')
-          : new LockLostError(keys, 'a lock this context already held on some of the keys was lost meanwhile');
-        this.observer.notAcquired(keys, settings.label, attempt.startedAt, error, attempt.span);
-        throw error;
-      }
-      own = new Lease(this, {
-        names,
-        token,
-        value,
-        label: settings.label,
-        grantedAt: performance.now(),
-        fences: granted.fences,
-        validUntil: granted.validUntil,
-        ttl: settings.ttl,
-        autoExtend: settings.autoExtend,
-        holdUntil: performance.now() + settings.maxHold,
-        // Counted from when the grant was seen, i.e. after Redis made it: the hold-over never ends early.
-        minHoldUntil: performance.now() + settings.minHold,
-        shape,
-      });
-      this.held.add(own);
-      this.observer.acquired(missing, granted.fences, settings.label, attempt.startedAt, attempt.span);
     }
     return new HeldLock(keys, own ? [...borrowed, own] : borrowed, (lease) => this.letGo(lease));
   }
@@ -294,20 +313,33 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     let queued = false;
     /** Granted with room left for another holder: the wake-up goes on to the next waiter. */
     let vacant = false;
+    /** Made when the caller first sleeps: it takes a release of this process directly (single-key mutex). */
+    let offer: HandoverOffer | undefined;
+    /** What a release of this process handed over while the caller slept. */
+    let handed: Granted | undefined;
     try {
       if (!once && this.store.hasWaiters(names)) {
         // No barging: callers of this process already wait for these keys, so queue behind them.
         attempt.span = this.observer.waiting(settings.label, startedAt, keys.length);
         watch = await this.watchReleases(names, keys);
-        await watch.next(Math.min(deadline - performance.now(), settings.ttl, MAX_SLEEP_MS), signal);
+        offer = this.handoverOffer(names, value, ttl, shape, signal, attempt);
+        handed = await watch.next(Math.min(deadline - performance.now(), settings.ttl, MAX_SLEEP_MS), signal, false, offer);
       }
       for (;;) {
-        signal?.throwIfAborted();
-        // Shutdown may have begun while this caller slept or its attempt was in flight: it is refused,
-        // never left attempting (a borrowed client stays open) nor subscribing after the store closed.
-        if (this.closed) throw new LockUnavailableError(keys, 'the application is shutting down');
-        const seenBefore = watch?.seen ?? 0;
-        const outcome = await this.attempt({ keys: names, token: value, ttl, shape, queued }, keys);
+        let outcome: AcquireOutcome;
+        let seenBefore = 0;
+        if (handed) {
+          // Already granted, by the release that woke this caller: no attempt of its own.
+          outcome = handed;
+          handed = undefined;
+        } else {
+          signal?.throwIfAborted();
+          // Shutdown may have begun while this caller slept or its attempt was in flight: it is refused,
+          // never left attempting (a borrowed client stays open) nor subscribing after the store closed.
+          if (this.closed) throw new LockUnavailableError(keys, 'the application is shutting down');
+          seenBefore = watch?.seen ?? 0;
+          outcome = await this.attempt({ keys: names, token: value, ttl, shape, queued }, keys);
+        }
         if (outcome.acquired) {
           if (signal?.aborted) {
             await this.store.release(names, value, 0, shape).catch(() => undefined);
@@ -338,7 +370,9 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         // the readers' longer leases end would let it lapse, and new readers in ahead of it (review M1).
         if (queued) fallback = Math.min(fallback, ttl / 3);
         const jitter = Math.random() * Math.min(50, fallback / 10 + 1);
-        await watch.next(Math.min(deadline - now, fallback + jitter, MAX_SLEEP_MS), signal, queued);
+        // A queued writer keeps attempting itself: each attempt renews its mark.
+        offer ??= this.handoverOffer(names, value, ttl, shape, signal, attempt);
+        handed = await watch.next(Math.min(deadline - now, fallback + jitter, MAX_SLEEP_MS), signal, queued, queued ? undefined : offer);
       }
     } finally {
       watch?.close(acquired, vacant);
@@ -348,6 +382,35 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         void this.inFlight.track(this.store.withdraw(names[0], value, !acquired).catch(() => undefined));
       }
     }
+  }
+
+  /**
+   * What a sleeping single-key mutex caller offers a release of this process: to be handed the lock
+   * directly (see HandoverOffer), as long as it is not cancelled and the service is not shutting down.
+   * From a claim until the call has dealt with its outcome, the hand-over counts as in flight.
+   */
+  private handoverOffer(
+    names: readonly LockKeyNames[],
+    value: string,
+    ttl: number,
+    shape: LockShape | undefined,
+    signal: AbortSignal | undefined,
+    attempt: Attempt,
+  ): HandoverOffer | undefined {
+    if (names.length !== 1 || (shape !== undefined && shape.kind !== 'mutex')) return undefined;
+    return {
+      token: value,
+      ttl,
+      accepts: () => !this.closed && signal?.aborted !== true,
+      claimed: () => {
+        if (attempt.handoverDealtWith) return;
+        void this.inFlight.track(
+          new Promise<void>((resolve) => {
+            attempt.handoverDealtWith = resolve;
+          }),
+        );
+      },
+    };
   }
 
   /**

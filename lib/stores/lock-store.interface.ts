@@ -75,6 +75,28 @@ export type AcquireOutcome =
       readonly queued?: boolean;
     };
 
+/** A granted outcome: what an attempt, or a hand-over (see HandoverOffer), gives the waiter. */
+export type AcquireGrant = Extract<AcquireOutcome, { acquired: true }>;
+
+/**
+ * A single-key mutex waiter's consent to be handed the lock directly by a release of this process: the
+ * store then releases and grants to `token` in one step (one script, one round trip, nothing published)
+ * instead of releasing, publishing, and letting the woken waiter attempt.
+ */
+export interface HandoverOffer {
+  /** The waiter's lease value, which the grant is made to. */
+  readonly token: string;
+  /** The waiter's lease length (ms). */
+  readonly ttl: number;
+  /** Whether the waiter still takes a grant now (false once it is cancelled, or its service shuts down). */
+  accepts(): boolean;
+  /**
+   * Called when a release claims the waiter, before the hand-over is sent: the waiter's service counts the
+   * hand-over as in flight from then on, so a shutdown that begins meanwhile waits to take its grant back.
+   */
+  claimed(): void;
+}
+
 /** A held key, as the store sees it (inspect). */
 export interface LockState {
   readonly kind: 'mutex' | 'semaphore' | 'read-write';
@@ -143,9 +165,11 @@ export interface ReleaseWatch {
   /**
    * Sleeps until a release wakes this waiter (one waiter per release, first come first served; `first`:
    * ahead of the others, for a writer queued behind readers), or `timeoutMs` passes. Rejects with the
-   * signal's reason when it aborts.
+   * signal's reason when it aborts. With an `offer`, a release of this process may instead hand the lock
+   * over: next() then resolves with the grant (once claimed, the waiter waits for the hand-over's answer,
+   * which its timer and signal no longer cut short). Otherwise it resolves with undefined: attempt again.
    */
-  next(timeoutMs: number, signal?: AbortSignal, first?: boolean): Promise<void>;
+  next(timeoutMs: number, signal?: AbortSignal, first?: boolean, offer?: HandoverOffer): Promise<AcquireGrant | undefined>;
   /**
    * Stops watching. A wake-up this waiter received but did not use passes to the next waiter, and so does
    * its turn when it leaves without the lock (`acquired` false), or when it got in and left room for more

@@ -88,8 +88,9 @@ describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('
     );
 
     expect(maxInFlight).toBe(1);
-    // Every grant and every release is at least one command: the monitor saw the traffic.
-    expect(clientTotal).toBeGreaterThanOrEqual(2 * acquisitions * store.servers.length);
+    // Every grant is at least one command (a release handed to a waiter of the same process grants in the
+    // same script, see local-handover.spec.ts): the monitor saw the traffic.
+    expect(clientTotal).toBeGreaterThanOrEqual(acquisitions * store.servers.length);
     expect(perAcquisitionPerServer).toBeLessThanOrEqual(MAX_COMMANDS_PER_ACQUISITION);
   });
 });

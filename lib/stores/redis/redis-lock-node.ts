@@ -5,7 +5,7 @@ import { type LockClient, type LockScript, type RedisArgument, createLockClient,
 import type { LockKeyNames, LockShape } from '../lock-store.interface';
 import { kindConflict, recordOf, shapeFromRecord } from '../shared/kind-conflict';
 import { withTimeout } from '../shared/with-timeout';
-import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, RAISE_FENCES_SCRIPT, RELEASE_SCRIPT, UNDO_SCRIPT } from './lock-scripts';
+import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, HANDOVER_SCRIPT, RAISE_FENCES_SCRIPT, RELEASE_SCRIPT, UNDO_SCRIPT } from './lock-scripts';
 import { FORCE_RELEASE_SCRIPT, INSPECT_SCRIPT } from './operator-scripts';
 import {
   PERMIT_ACQUIRE_SCRIPT,
@@ -23,6 +23,7 @@ const EXTEND = lockScript('nestLockExtend', EXTEND_SCRIPT);
 const RELEASE = lockScript('nestLockRelease', RELEASE_SCRIPT);
 const RAISE_FENCES = lockScript('nestLockRaiseFences', RAISE_FENCES_SCRIPT);
 const UNDO = lockScript('nestLockUndo', UNDO_SCRIPT);
+const HANDOVER = lockScript('nestLockHandover', HANDOVER_SCRIPT);
 const INSPECT = lockScript('nestLockInspect', INSPECT_SCRIPT);
 const FORCE_RELEASE = lockScript('nestLockForceRelease', FORCE_RELEASE_SCRIPT);
 const PERMIT_ACQUIRE = lockScript('nestLockPermitAcquire', PERMIT_ACQUIRE_SCRIPT);
@@ -54,6 +55,20 @@ export interface NodeHolder {
   /** A mutex: the key's fence counter on this node; a permit or reader: its own fence recorded on this node. */
   readonly fence: number;
 }
+
+/** One node's answer to a hand-over (see HANDOVER_SCRIPT). */
+export type NodeHandoverReply =
+  | {
+      readonly handedOver: true;
+      readonly fence: number;
+      /** Connections subscribed to the key's release channel on this server (PUBSUB NUMSUB). */
+      readonly subscribers: number;
+    }
+  | {
+      readonly handedOver: false;
+      /** Whether the releasing token still held the key (and was released, announced as usual). */
+      readonly released: boolean;
+    };
 
 /** One node's answer to an acquire attempt. */
 export type NodeAcquireReply =
@@ -241,6 +256,17 @@ export class RedisLockNode {
     for (const key of keys) args.push(key.channel);
     const reply = await this.run(RELEASE, names, args, timeoutMs, keys);
     return Number(reply);
+  }
+
+  /**
+   * Releases a single-key mutex held by `token` and grants it to `to` for `ttl` ms in the same step (see
+   * HANDOVER_SCRIPT). Never with minReplicas: the store only hands over when no WAIT is asked.
+   */
+  async handOver(key: LockKeyNames, token: string, to: string, ttl: number, timeoutMs: number): Promise<NodeHandoverReply> {
+    const reply = (await this.run(HANDOVER, [key.lockKey, key.fenceKey], [token, to, ttl, key.channel], timeoutMs, [key])) as unknown[];
+    const status = Number(reply[0]);
+    if (status === 1) return { handedOver: true, fence: Number(reply[1]), subscribers: Number(reply[2]) };
+    return { handedOver: false, released: status === -2 };
   }
 
   /** Takes back an attempt that did not become a lock, silently (see UNDO_SCRIPT). */

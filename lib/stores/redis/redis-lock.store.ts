@@ -4,8 +4,8 @@ import { roundMs, type StoreHealth } from '../../health/store-health';
 import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
 import { kindOf } from '../shared/kind-conflict';
 import { clockDrift, commandTimeoutFor } from '../shared/timing';
-import { ReleaseHub } from '../shared/release-hub';
-import { RedisLockNode, StoreClosedError } from './redis-lock-node';
+import { ReleaseHub, type HandoverClaim } from '../shared/release-hub';
+import { RedisLockNode, StoreClosedError, isPermit } from './redis-lock-node';
 import { ReplicasNotAcknowledgedError } from './replicas-not-acknowledged.error';
 
 export interface RedisLockStoreOptions {
@@ -84,6 +84,12 @@ export class RedisLockStore implements LockStore {
   }
 
   async release(keys: readonly LockKeyNames[], token: string, holdFor = 0, shape?: LockShape): Promise<boolean> {
+    // A single-key mutex let go at once (no minHold left) goes straight to a waiter of this process that
+    // offered to take it. Not with minReplicas: the grant would need its own WAIT.
+    if (keys.length === 1 && holdFor <= 0 && !isPermit(shape) && !this.options.minReplicas) {
+      const claim = this.hub.claim(keys[0].channel);
+      if (claim) return this.handOver(keys[0], token, claim);
+    }
     try {
       const released = this.node.release(keys, token, this.timeout(undefined), holdFor, shape);
       // The release is now queued on the connection: a local waiter woken here sends its attempt on the
@@ -93,6 +99,39 @@ export class RedisLockStore implements LockStore {
       return (await released) === keys.length;
     } catch (error) {
       throw this.unavailable(error, keys, 'release');
+    }
+  }
+
+  /**
+   * Releases `key` and grants it to the claimed waiter in one script (see HANDOVER_SCRIPT), its validity
+   * counted as an acquire's: from before sending, minus drift. The claim is always settled: declined when
+   * nothing was handed over, when the answer came too late to vouch for the lease, or on an error, and
+   * the waiter then attempts itself with the same token (ACQUIRE_SCRIPT renews a key that already holds it).
+   * A hand-over that may have run unanswered is also taken back first, like an unanswered acquire.
+   */
+  private async handOver(key: LockKeyNames, token: string, claim: HandoverClaim): Promise<boolean> {
+    const ttl = Math.max(1, Math.round(claim.ttl));
+    const startedAt = performance.now();
+    const timeout = this.timeout(ttl);
+    let settled = false;
+    try {
+      const reply = await this.node.handOver(key, token, claim.token, ttl, timeout);
+      if (!reply.handedOver) return reply.released;
+      // Only this process listens for the key's releases (its own subscriber): nobody elsewhere waits, so
+      // there is nobody to be fair to, and the local budget starts again. Not on a Cluster, where a process
+      // may listen through another node (PUBSUB NUMSUB counts one node's subscribers).
+      if (reply.subscribers <= 1 && !this.node.isCluster) this.hub.nobodyElseWaits(key.channel);
+      const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
+      if (validUntil > performance.now()) {
+        settled = true;
+        claim.grant({ acquired: true, fences: [reply.fence], validUntil });
+      }
+      return true;
+    } catch (error) {
+      if (mayHaveRun(error)) this.node.undo([key], claim.token, timeout).catch(() => undefined);
+      throw this.unavailable(error, [key], 'release');
+    } finally {
+      if (!settled) claim.decline();
     }
   }
 

@@ -1,4 +1,4 @@
-import type { LockKeyNames } from '../lock-store.interface';
+import type { AcquireGrant, HandoverOffer, LockKeyNames } from '../lock-store.interface';
 import { ReleaseHub } from './release-hub';
 
 const names = (key: string): LockKeyNames => ({
@@ -21,6 +21,22 @@ function hubWithLog() {
   );
   return { hub, calls };
 }
+
+/** An offer that records its claims, and says it accepts while `accepting` holds. */
+function offerFor(token: string, accepting: () => boolean = () => true): HandoverOffer & { claims: number } {
+  const offer = {
+    token,
+    ttl: 1_000,
+    claims: 0,
+    accepts: accepting,
+    claimed: () => {
+      offer.claims++;
+    },
+  };
+  return offer;
+}
+
+const grantOf = (fence: number): AcquireGrant => ({ acquired: true, fences: [fence], validUntil: performance.now() + 1_000 });
 
 describe('ReleaseHub', () => {
   it('wakes one sleeper per release, longest waiting first', async () => {
@@ -144,5 +160,72 @@ describe('ReleaseHub', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(woken).toBe(5);
     sleepers.forEach((sleeper) => sleeper.close());
+  });
+
+  describe('claim (a release handed straight to a waiter of this process)', () => {
+    it('claims the longest-waiting sleeper with an offer; its sleep ends with the grant, not its timer', async () => {
+      const { hub } = hubWithLog();
+      const watch = hub.watch([names('k')]);
+      const offer = offerFor('waiter');
+      const sleeping = watch.next(30, undefined, false, offer);
+      const claim = hub.claim('k:c');
+      expect(claim?.token).toBe('waiter');
+      expect(offer.claims).toBe(1);
+      // Past the sleeper's own timeout: claimed, it waits for the hand-over's answer.
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      claim?.grant(grantOf(7));
+      expect(await sleeping).toMatchObject({ acquired: true, fences: [7] });
+      // Not a release: watchers count none.
+      expect(watch.seen).toBe(0);
+      watch.close(true);
+    });
+
+    it('a declined claim wakes the sleeper to attempt, and its wake passes on if it leaves unused', async () => {
+      const { hub } = hubWithLog();
+      const first = hub.watch([names('k')]);
+      const second = hub.watch([names('k')]);
+      const firstSleep = first.next(5_000, undefined, false, offerFor('a'));
+      let secondWoken = false;
+      void second.next(5_000).then(() => (secondWoken = true));
+      hub.claim('k:c')?.decline();
+      expect(await firstSleep).toBeUndefined();
+      first.close(false);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(secondWoken).toBe(true);
+      second.close();
+    });
+
+    it('claims nobody when the first sleeper made no offer, waits for several keys, or no longer accepts', async () => {
+      const { hub } = hubWithLog();
+      const plain = hub.watch([names('a')]);
+      void plain.next(5_000);
+      expect(hub.claim('a:c')).toBeUndefined();
+
+      const multi = hub.watch([names('b'), names('c')]);
+      void multi.next(5_000, undefined, false, offerFor('multi'));
+      expect(hub.claim('b:c')).toBeUndefined();
+
+      let accepting = true;
+      const cancelled = hub.watch([names('d')]);
+      void cancelled.next(5_000, undefined, false, offerFor('d', () => accepting));
+      accepting = false;
+      expect(hub.claim('d:c')).toBeUndefined();
+      accepting = true;
+      expect(hub.claim('d:c')?.token).toBe('d');
+      [plain, multi, cancelled].forEach((watch) => watch.close());
+    });
+
+    it('shares the local budget with handOver: 3 in a row, then one release is left to the published message', () => {
+      const { hub } = hubWithLog();
+      const watches = Array.from({ length: 5 }, () => hub.watch([names('k')]));
+      watches.forEach((watch, index) => void watch.next(5_000, undefined, false, offerFor(`w${index}`)));
+      const claimed = [hub.claim('k:c'), hub.claim('k:c'), hub.claim('k:c')].map((claim) => claim?.token);
+      expect(claimed).toEqual(['w0', 'w1', 'w2']);
+      expect(hub.claim('k:c')).toBeUndefined();
+      // The store then releases as usual; its handOver ends the streak without waking anyone here.
+      hub.handOver('k:c', 'published');
+      expect(hub.claim('k:c')?.token).toBe('w3');
+      watches.forEach((watch) => watch.close());
+    });
   });
 });

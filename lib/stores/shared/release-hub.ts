@@ -1,4 +1,4 @@
-import type { LockKeyNames, ReleaseWatch } from '../lock-store.interface';
+import type { AcquireGrant, HandoverOffer, LockKeyNames, ReleaseWatch } from '../lock-store.interface';
 
 /** How a store learns of releases: subscribe to a channel, stop listening to it. */
 export interface ReleaseTransport {
@@ -7,8 +7,26 @@ export interface ReleaseTransport {
   unsubscribe(channel: string): Promise<void>;
 }
 
+/**
+ * A waiter a release of this process has claimed for a direct hand-over (see ReleaseHub.claim). The store
+ * must settle it exactly once: `grant` when the lock went to `token`, `decline` otherwise (the waiter then
+ * attempts itself, with the same token, so a grant the store could not confirm is renewed, not doubled).
+ */
+export interface HandoverClaim {
+  /** The waiter's lease value. */
+  readonly token: string;
+  /** The waiter's lease length (ms). */
+  readonly ttl: number;
+  grant(outcome: AcquireGrant): void;
+  decline(): void;
+}
+
 interface Sleeper {
   wake(): void;
+  /** Set when the waiter takes a direct hand-over (a single-key mutex waiter, see HandoverOffer). */
+  readonly offer: HandoverOffer | undefined;
+  /** With an offer: takes the sleeper off its timer and signal, for a hand-over the store will settle. */
+  readonly claim: (() => HandoverClaim) | undefined;
   /** How many channels the sleeper waits on: a multi-key waiter may still be blocked by another key. */
   readonly span: number;
   /** Woken before the others: a writer queued behind readers (new readers wait behind it anyway). */
@@ -96,6 +114,31 @@ export class ReleaseHub {
     }
     state.localStreak++;
     this.count(state, token);
+  }
+
+  /**
+   * Called by a store about to release a single-key mutex: claims the longest-waiting sleeper of the
+   * channel for a direct hand-over, when it offered one (a single-key mutex waiter still wanting the lock)
+   * and the local hand-over budget allows (see MAX_LOCAL_HANDOVERS). The store then releases and grants in
+   * one step, and settles the claim. undefined: release as usual (and call handOver).
+   * Not counted as a release: the key never comes free, so no other waiter has reason to attempt.
+   */
+  claim(channel: string): HandoverClaim | undefined {
+    const state = this.channels.get(channel);
+    const sleeper = state?.sleepers[0];
+    if (!state || !sleeper?.offer || !sleeper.claim || sleeper.span !== 1) return undefined;
+    if (state.localStreak >= MAX_LOCAL_HANDOVERS || !sleeper.offer.accepts()) return undefined;
+    state.localStreak++;
+    return sleeper.claim();
+  }
+
+  /**
+   * Called by a store that learned no other process listens on the channel (see RedisLockStore.handOver):
+   * the local hand-over streak restarts, since holding releases back for others would help nobody.
+   */
+  nobodyElseWaits(channel: string): void {
+    const state = this.channels.get(channel);
+    if (state) state.localStreak = 0;
   }
 
   /** Whether single-key waiters of this process sleep on one of the keys (multi-key ones may be blocked elsewhere). */
@@ -206,27 +249,48 @@ class HubWatch implements ReleaseWatch {
     await Promise.all(this.states.map((state, index) => this.hub.ready(this.channels[index], state)));
   }
 
-  next(timeoutMs: number, signal?: AbortSignal, first = false): Promise<void> {
+  next(timeoutMs: number, signal?: AbortSignal, first = false, offer?: HandoverOffer): Promise<AcquireGrant | undefined> {
     if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<AcquireGrant | undefined>((resolve, reject) => {
       const sleeper: Sleeper = {
         span: this.states.length,
         first,
+        offer,
         wake: () => {
           this.unusedWake = true;
           finish();
         },
+        claim:
+          offer &&
+          ((): HandoverClaim => {
+            // Committed to the hand-over: its answer, not the timer or the signal, ends this sleep (the
+            // service releases a grant that came after the signal aborted).
+            disarm();
+            offer.claimed();
+            return {
+              token: offer.token,
+              ttl: offer.ttl,
+              grant: (outcome) => resolve(outcome),
+              decline: () => {
+                this.unusedWake = true;
+                resolve(undefined);
+              },
+            };
+          }),
       };
       const onAbort = (): void => finish(signal?.reason);
       const timer = setTimeout(() => finish(), Math.max(0, timeoutMs));
-      const finish = (error?: unknown): void => {
+      const disarm = (): void => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
         for (const state of this.states) {
           const index = state.sleepers.indexOf(sleeper);
           if (index >= 0) state.sleepers.splice(index, 1);
         }
-        if (error === undefined) resolve();
+      };
+      const finish = (error?: unknown): void => {
+        disarm();
+        if (error === undefined) resolve(undefined);
         else reject(error);
       };
       signal?.addEventListener('abort', onAbort, { once: true });

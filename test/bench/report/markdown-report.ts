@@ -159,7 +159,7 @@ function turnsTables(results: BenchResults, ran: readonly WorkloadSpec[]): strin
     '*Redis CPU*: used_cpu_sys + used_cpu_user of the redis-server (INFO cpu) over the measured window, per acquisition; ' +
       '*÷ best peer*: that CPU ÷ the lowest of the peers (lower is better). *All cmds*: every command Redis ran (INFO commandstats ' +
       'deltas, the commands inside Lua scripts included, all commands summed). *Client cmds*: what the clients sent. ' +
-      '*Acquire scripts*: EVALSHA/EVAL calls of scripts that run `SET … NX` (see the script census), ours only. ' +
+      '*Acquire scripts*: EVALSHA/EVAL calls of scripts that grant, i.e. run `SET … NX` or hand a key over with `SET … XX` (see the script census), ours only. ' +
       '*Handover*: from a holder calling release() to the next caller holding the lock. *While waiting*: client commands ' +
       'per waiting caller per second, counted while every other caller waited (20 ms critical sections only).',
     '',
@@ -234,7 +234,7 @@ function censusSection(results: BenchResults): string[] {
     '',
     'Before the rounds, each contestant ran a little of every workload (100 ms serial, 250 ms hot key at 8 callers, and its ' +
       'semaphore if it has one) under MONITOR, which shows each command a Lua script runs next to the EVAL/EVALSHA that ran it. ' +
-      'That names every script by what it runs inside Redis; a script that runs `SET … NX` is an acquire script.',
+      'That names every script by what it runs inside Redis; a script that runs `SET … NX` (or hands a held key over, `SET … XX`) is an acquire script.',
     '',
     '| script (SHA1) | runs inside Redis | acquire script | called by |',
     '| --- | --- | --- | --- |',
@@ -292,7 +292,7 @@ function methodNotes(): string[] {
     '- Client commands: counted in this process as ioredis writes them to the server\'s socket (every contestant uses the one ioredis ' +
       'installed), by name and, for EVAL/EVALSHA, by script SHA1. Every run checks the count against commandstats for the commands ' +
       'a script cannot run; the census checks it against MONITOR for every command.',
-    '- Acquire scripts: client EVAL/EVALSHA calls of the scripts the census classified as acquire scripts (they run `SET … NX`), ' +
+    '- Acquire scripts: client EVAL/EVALSHA calls of the scripts the census classified as acquire scripts (they run `SET … NX`, or `SET … XX` to hand a key over), ' +
       '÷ acquisitions. Classification by what a script does in Redis, not by its name or source in lib/, so the count stays right ' +
       'while the engine\'s scripts change.',
     '- While waiting (16 × 20 ms): client commands sent between 5 ms after a grant and 1 ms before that holder\'s release — a span ' +

@@ -1,0 +1,202 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import Redis from 'ioredis';
+import { LockKeyNamer } from '../../lib/keys';
+import { createLockApp, trackLockApps, uniqueKey } from '../support/lock-app';
+import { commandStats, statsDelta } from '../support/redis-stats';
+import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
+import { eventually } from '../support/eventually';
+import { rejectionOf } from './helpers/timing';
+
+/** Long enough that no lease expiry or fallback wake-up plays a part. */
+const LONG_TTL_MS = 10_000;
+
+/**
+ * A release of a single-key mutex that a caller of the same process waits for goes straight to that caller
+ * in one script (README, "Waiting"): released and granted in one step, with no PUBLISH and no attempt of
+ * the waiter's own. These tests pin what a caller sees of it, and the cases where it must not happen or
+ * must fall back to the plain release.
+ */
+/** The module's default `keyPrefix`, which these tests keep. */
+const names = new LockKeyNamer('lock:');
+
+describe.each(storeRows(storesUnderTest(['redis'])))(
+  'local hand-over of a released lock (%s store)',
+  (_name, fixture) => {
+    let store: StoreUnderTest;
+    let raw: Redis;
+    beforeAll(async () => {
+      store = await fixture.setup();
+      raw = new Redis(store.servers[0].url);
+    });
+    afterAll(async () => {
+      raw?.disconnect();
+      await store?.teardown();
+    });
+    const apps = trackLockApps();
+    const url = (): string => store.servers[0].url;
+
+    /**
+     * Waits until a caller sleeps on the key: subscribed to its release channel (after its first attempt
+     * failed), then past the attempt that follows the subscription.
+     */
+    async function asleep(key: string): Promise<void> {
+      await eventually(
+        async () => {
+          const [, subscribers] = (await raw.call('PUBSUB', 'NUMSUB', names.names(key).channel)) as [string, number];
+          return Number(subscribers) >= 1;
+        },
+        5_000,
+        'the waiter subscribed',
+      );
+      await sleep(100);
+    }
+
+    it('the waiter holds the lock after one script, with the next fence, and nothing is published', async () => {
+      const { locks } = await apps.start(store.options({ ttl: LONG_TTL_MS }));
+      const key = uniqueKey('handover');
+      const holder = await locks.acquire(key);
+      const waiting = locks.acquire(key, { wait: LONG_TTL_MS });
+      await asleep(key);
+
+      const before = await commandStats(url());
+      expect(await holder.release()).toBe(true);
+      const next = await waiting;
+      const delta = statsDelta(before, await commandStats(url()));
+
+      expect(next.fence).toBe(holder.fence + 1);
+      expect(next.signal.aborted).toBe(false);
+      // One script released and granted: no PUBLISH, no DEL, no acquire attempt of the waiter's own.
+      expect(delta.publish ?? 0).toBe(0);
+      expect(delta.del ?? 0).toBe(0);
+      expect((delta.evalsha ?? 0) + (delta.eval ?? 0)).toBe(1);
+      expect(delta.incr).toBe(1);
+      // It is the waiter's lease now: the old holder's token is gone, the new one renews and releases.
+      expect(await holder.release()).toBe(false);
+      await next.extend(LONG_TTL_MS);
+      expect(await locks.isLocked(key)).toBe(true);
+      expect(await next.release()).toBe(true);
+      expect(await locks.isLocked(key)).toBe(false);
+    });
+
+    it('several waiters get the lock one after another, each with a greater fence, never two at once', async () => {
+      const { locks } = await apps.start(store.options({ ttl: LONG_TTL_MS }));
+      const key = uniqueKey('queue');
+      let inside = 0;
+      let mostInside = 0;
+      const fences: number[] = [];
+      await Promise.all(
+        Array.from({ length: 6 }, () =>
+          locks.withLock(
+            key,
+            async (lock) => {
+              mostInside = Math.max(mostInside, ++inside);
+              fences.push(lock.fence);
+              await sleep(5);
+              inside--;
+            },
+            { wait: LONG_TTL_MS },
+          ),
+        ),
+      );
+      expect(mostInside).toBe(1);
+      expect(fences).toEqual([...fences].sort((a, b) => a - b));
+      expect(new Set(fences).size).toBe(fences.length);
+      expect(await locks.isLocked(key)).toBe(false);
+    });
+
+    it('a holder whose lease was already gone hands nothing over: release() is false and the waiter takes the key itself', async () => {
+      const { locks } = await apps.start(store.options({ ttl: LONG_TTL_MS, autoExtend: false }));
+      const key = uniqueKey('gone');
+      const holder = await locks.acquire(key);
+      const waiting = locks.acquire(key, { wait: LONG_TTL_MS });
+      await asleep(key);
+      // Expiry is not announced: deleting the key without a PUBLISH leaves the waiter asleep, as expiry would.
+      await raw.del(names.names(key).lockKey);
+
+      expect(await holder.release()).toBe(false);
+      const next = await waiting;
+      expect(next.fence).toBeGreaterThan(holder.fence);
+      expect(await next.release()).toBe(true);
+    });
+
+    it('a waiter cancelled before the release is not handed the lock: the key is free afterwards', async () => {
+      const { locks } = await apps.start(store.options({ ttl: LONG_TTL_MS }));
+      const key = uniqueKey('cancelled');
+      const holder = await locks.acquire(key);
+      const controller = new AbortController();
+      const reason = new Error('gave up');
+      const waiting = rejectionOf(locks.acquire(key, { wait: LONG_TTL_MS, signal: controller.signal }));
+      await asleep(key);
+      controller.abort(reason);
+      expect(await waiting).toBe(reason);
+      expect(await holder.release()).toBe(true);
+      expect(await locks.isLocked(key)).toBe(false);
+    });
+
+    it('a shutdown that begins while a release hands the key over leaves it free, not held for nobody', async () => {
+      const app = await createLockApp(store.options({ ttl: LONG_TTL_MS }));
+      const key = uniqueKey('shutdown');
+      const holder = await app.locks.acquire(key);
+      const waiting = rejectionOf(app.locks.acquire(key, { wait: LONG_TTL_MS }));
+      await asleep(key);
+      // The release claims the waiter and sends the hand-over; shutdown starts before its answer.
+      const released = holder.release();
+      const closing = app.close();
+      await released;
+      await closing;
+      await waiting;
+      expect(await raw.exists(names.names(key).lockKey)).toBe(0);
+    });
+
+    it('a waiter for several keys, a semaphore permit or a reader is woken to attempt, not handed over', async () => {
+      const { locks } = await apps.start(store.options({ ttl: LONG_TTL_MS }));
+      const key = uniqueKey('multi');
+      const other = uniqueKey('multi-other');
+      const holder = await locks.acquire(key);
+      const waiting = locks.acquire([key, other], { wait: LONG_TTL_MS });
+      await asleep(key);
+      const before = await commandStats(url());
+      await holder.release();
+      const next = await waiting;
+      const delta = statsDelta(before, await commandStats(url()));
+      // The plain release (DEL and PUBLISH), then the waiter's own attempt.
+      expect(delta.del).toBe(1);
+      expect(delta.publish).toBe(1);
+      expect(next.fence).toBeGreaterThan(holder.fence);
+      await next.release();
+    });
+
+    it('with nobody elsewhere listening, every release but the last goes to the next waiter: nothing is published before', async () => {
+      const { locks } = await apps.start(store.options({ ttl: LONG_TTL_MS }));
+      const key = uniqueKey('alone');
+      const holder = await locks.acquire(key);
+      const done = Array.from({ length: 6 }, () => locks.withLock(key, () => sleep(2), { wait: LONG_TTL_MS }));
+      await asleep(key);
+      const before = await commandStats(url());
+      await holder.release();
+      await Promise.all(done);
+      const delta = statsDelta(before, await commandStats(url()));
+      // Seven releases: six hand-overs, and the last one, with nobody left waiting, deletes and publishes.
+      expect(delta.del).toBe(1);
+      expect(delta.publish).toBe(1);
+    });
+
+    it("another instance's waiter is not starved by a busy one: releases are published again while it listens", async () => {
+      const [busy, other] = await Promise.all([apps.start(store.options({ ttl: LONG_TTL_MS })), apps.start(store.options({ ttl: LONG_TTL_MS }))]);
+      const key = uniqueKey('fair');
+      let othersTurn = false;
+      const stopAt = performance.now() + 5_000;
+      const loops = Array.from({ length: 4 }, async () => {
+        while (!othersTurn && performance.now() < stopAt) await busy.locks.withLock(key, () => sleep(1), { wait: LONG_TTL_MS });
+      });
+      await sleep(50);
+      const lock = await other.locks.acquire(key, { wait: LONG_TTL_MS });
+      // Granted while the busy instance was still looping (its loops stop only once this is set).
+      const grantedInTime = performance.now() < stopAt;
+      othersTurn = true;
+      await lock.release();
+      await Promise.all(loops);
+      expect(grantedInTime).toBe(true);
+    });
+  },
+);
