@@ -11,7 +11,16 @@ export { LockErrorFilter } from './lock-error.filter';
 export type { LockErrorCode, LockErrorPayload } from './lock-transport-errors';
 export type { LockedKey, LockKeyFunction } from './keys/key-template';
 export { normalizeKeys } from './keys/lock-key.validator';
-export type { LockStore, LockKeyNames, AcquireRequest, AcquireOutcome, ReleaseWatch, LockState } from './stores/lock-store.interface';
+export type {
+  LockStore,
+  LockKeyNames,
+  AcquireRequest,
+  AcquireOutcome,
+  AcquireGrant,
+  HandoverOffer,
+  ReleaseWatch,
+  LockState,
+} from './stores/lock-store.interface';
 export * from './fencing';
 export type {
   LockEvent,

@@ -401,7 +401,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     return {
       token: value,
       ttl,
-      accepts: () => !this.closed && signal?.aborted !== true,
+      accepts: () => !this.closed,
       claimed: () => {
         if (attempt.handoverDealtWith) return;
         void this.inFlight.track(
@@ -409,6 +409,11 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
             attempt.handoverDealtWith = resolve;
           }),
         );
+      },
+      // Back to attempting (and maybe sleeping) like any waiter: shutdown must not wait on it (review D2).
+      declined: () => {
+        attempt.handoverDealtWith?.();
+        attempt.handoverDealtWith = undefined;
       },
     };
   }

@@ -88,13 +88,19 @@ export interface HandoverOffer {
   readonly token: string;
   /** The waiter's lease length (ms). */
   readonly ttl: number;
-  /** Whether the waiter still takes a grant now (false once it is cancelled, or its service shuts down). */
+  /**
+   * Whether the waiter still takes a grant now: false once its service shuts down (a release made by the
+   * shutdown itself must not hand the key to a caller about to be refused). A cancelled waiter has already
+   * left the queue.
+   */
   accepts(): boolean;
   /**
    * Called when a release claims the waiter, before the hand-over is sent: the waiter's service counts the
    * hand-over as in flight from then on, so a shutdown that begins meanwhile waits to take its grant back.
    */
   claimed(): void;
+  /** Called when the claim came to nothing (the waiter attempts itself): the hand-over is no longer in flight. */
+  declined(): void;
 }
 
 /** A held key, as the store sees it (inspect). */

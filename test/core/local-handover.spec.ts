@@ -116,10 +116,99 @@ describe.each(storeRows(storesUnderTest(['redis'])))(
       expect(await holder.release()).toBe(false);
       const next = await waiting;
       expect(next.fence).toBeGreaterThan(holder.fence);
+      // Really held in Redis (a hand-over of a key nobody held would have granted a lease that is not there).
+      expect(await locks.isLocked(key)).toBe(true);
+      await next.extend(LONG_TTL_MS);
       expect(await next.release()).toBe(true);
     });
 
-    it('a waiter cancelled before the release is not handed the lock: the key is free afterwards', async () => {
+    it('a waiter cancelled once the release claimed it gets no lock, and the key it was handed is released', async () => {
+      const { locks } = await apps.start(store.options({ ttl: LONG_TTL_MS }));
+      const key = uniqueKey('claimed-then-cancelled');
+      const holder = await locks.acquire(key);
+      const controller = new AbortController();
+      const reason = new Error('gave up while the hand-over was on its way');
+      const waiting = rejectionOf(locks.acquire(key, { wait: LONG_TTL_MS, signal: controller.signal }));
+      await asleep(key);
+      // The release claims the waiter synchronously; the signal aborts before the answer comes.
+      const released = holder.release();
+      controller.abort(reason);
+      expect(await released).toBe(true);
+      expect(await waiting).toBe(reason);
+      await eventually(async () => !(await locks.isLocked(key)), 2_000, 'the handed-over key released');
+    });
+
+    it('the releases made by shutdown are not handed to waiters about to be refused', async () => {
+      const app = await createLockApp(store.options({ ttl: LONG_TTL_MS }));
+      const key = uniqueKey('shutdown-release');
+      await app.locks.acquire(key);
+      const waiting = rejectionOf(app.locks.acquire(key, { wait: LONG_TTL_MS }));
+      await asleep(key);
+      const before = await commandStats(url());
+      await app.close();
+      const delta = statsDelta(before, await commandStats(url()));
+      expect((await waiting)?.constructor.name).toBe('LockUnavailableError');
+      // A plain release: deleted and published, no fence bumped for a grant.
+      expect(delta.del).toBe(1);
+      expect(delta.incr ?? 0).toBe(0);
+      expect(await raw.exists(names.names(key).lockKey)).toBe(0);
+    });
+
+    it('a hand-over answered after the new lease could be vouched for is taken back; the waiter gets a lock of its own', async () => {
+      const { locks } = await apps.start(store.options({ ttl: LONG_TTL_MS, commandTimeout: 5_000 }));
+      const key = uniqueKey('too-late');
+      const holder = await locks.acquire(key);
+      const waiting = locks.acquire(key, { wait: LONG_TTL_MS, ttl: 1_000 });
+      await asleep(key);
+      const released = holder.release();
+      // Redis hands the key over at once; the answer is read only after the waiter's 1 s lease has run out.
+      blockEventLoop(1_100);
+      expect(await released).toBe(true);
+      const next = await waiting;
+      expect(next.signal.aborted).toBe(false);
+      // Its own grant: the hand-over's fence, then a new one.
+      expect(next.fence).toBe(holder.fence + 2);
+      expect(await next.release()).toBe(true);
+    });
+
+    it('a hand-over answered too late to a waiter cancelled meanwhile leaves the key free, not locked for nobody', async () => {
+      const { locks } = await apps.start(store.options({ ttl: LONG_TTL_MS, commandTimeout: 5_000 }));
+      const key = uniqueKey('too-late-cancelled');
+      const holder = await locks.acquire(key);
+      const controller = new AbortController();
+      const waiting = rejectionOf(locks.acquire(key, { wait: LONG_TTL_MS, ttl: 1_000, signal: controller.signal }));
+      await asleep(key);
+      const released = holder.release();
+      controller.abort(new Error('cancelled'));
+      blockEventLoop(1_100);
+      await released;
+      await waiting;
+      // Well before the 1 s lease it was handed would run out by itself.
+      await eventually(async () => (await raw.exists(names.names(key).lockKey)) === 0, 400, 'the key taken back');
+    });
+
+    it('a claim that came to nothing does not hold shutdown up: the waiter is refused at once', async () => {
+      const first = await createLockApp(store.options({ ttl: LONG_TTL_MS, autoExtend: false }));
+      const second = await apps.start(store.options({ ttl: LONG_TTL_MS }));
+      const key = uniqueKey('declined');
+      const holder = await first.locks.acquire(key);
+      const waiting = rejectionOf(first.locks.acquire(key, { wait: LONG_TTL_MS }));
+      await asleep(key);
+      // The holder's lease ends unannounced and another instance takes the key: the hand-over finds
+      // nothing to hand, and the waiter, attempting itself, finds the key busy and sleeps again.
+      await raw.del(names.names(key).lockKey);
+      const other = await second.locks.acquire(key);
+      expect(await holder.release()).toBe(false);
+      await sleep(100);
+      const closingAt = performance.now();
+      await first.close();
+      // Before the fix shutdown waited its whole 2 s budget for that hand-over.
+      expect(performance.now() - closingAt).toBeLessThan(1_500);
+      expect((await waiting)?.constructor.name).toBe('LockUnavailableError');
+      await other.release();
+    });
+
+    it('a waiter cancelled before the release leaves the queue: the key is free afterwards', async () => {
       const { locks } = await apps.start(store.options({ ttl: LONG_TTL_MS }));
       const key = uniqueKey('cancelled');
       const holder = await locks.acquire(key);
@@ -200,3 +289,11 @@ describe.each(storeRows(storesUnderTest(['redis'])))(
     });
   },
 );
+
+/** Keeps the event loop busy for `ms`, as a long synchronous task would: replies are read only afterwards. */
+function blockEventLoop(ms: number): void {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    // busy
+  }
+}

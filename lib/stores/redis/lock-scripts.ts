@@ -93,7 +93,8 @@ return released
  * fence counter is bumped, as ACQUIRE_SCRIPT would have done for the waiter, in the same step. Nothing is
  * published: the key never comes free, so no other waiter could take it.
  * Returns {1, fence, subscribers} handed over, with how many connections listen on the release channel (the
- * releasing process's own subscriber is one: more means waiters elsewhere, see RedisLockStore.handOver);
+ * releasing process's own subscriber is one: more means waiters elsewhere, see RedisLockStore.handOver; -1
+ * when PUBSUB is refused, e.g. by an ACL, which must not fail a release whose grant is already made);
  * {0} the releasing token no longer held the key (nothing changed); {-2} the fence key holds foreign data
  * (the key was released and announced, not handed over).
  */
@@ -106,7 +107,8 @@ if type(fence) == 'table' then
   redis.call('PUBLISH', ARGV[4], ARGV[1])
   return {-2}
 end
-return {1, fence, redis.call('PUBSUB', 'NUMSUB', ARGV[4])[2]}
+local listening = redis.pcall('PUBSUB', 'NUMSUB', ARGV[4])
+return {1, fence, listening[2] or -1}
 `;
 
 /**

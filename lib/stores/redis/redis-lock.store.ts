@@ -106,8 +106,9 @@ export class RedisLockStore implements LockStore {
    * Releases `key` and grants it to the claimed waiter in one script (see HANDOVER_SCRIPT), its validity
    * counted as an acquire's: from before sending, minus drift. The claim is always settled: declined when
    * nothing was handed over, when the answer came too late to vouch for the lease, or on an error, and
-   * the waiter then attempts itself with the same token (ACQUIRE_SCRIPT renews a key that already holds it).
-   * A hand-over that may have run unanswered is also taken back first, like an unanswered acquire.
+   * the waiter then attempts itself. A hand-over answered too late, or maybe run unanswered, is taken back
+   * first, like such an acquire: the waiter may leave without attempting (cancelled, or shutdown began),
+   * and the key would stay locked for nobody (review D1). The take-back goes out before the waiter's attempt.
    */
   private async handOver(key: LockKeyNames, token: string, claim: HandoverClaim): Promise<boolean> {
     const ttl = Math.max(1, Math.round(claim.ttl));
@@ -120,11 +121,14 @@ export class RedisLockStore implements LockStore {
       // Only this process listens for the key's releases (its own subscriber): nobody elsewhere waits, so
       // there is nobody to be fair to, and the local budget starts again. Not on a Cluster, where a process
       // may listen through another node (PUBSUB NUMSUB counts one node's subscribers).
-      if (reply.subscribers <= 1 && !this.node.isCluster) this.hub.nobodyElseWaits(key.channel);
+      // (-1: PUBSUB refused, e.g. by an ACL: not known, so the budget stays.)
+      if (reply.subscribers >= 0 && reply.subscribers <= 1 && !this.node.isCluster) this.hub.nobodyElseWaits(key.channel);
       const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
       if (validUntil > performance.now()) {
         settled = true;
         claim.grant({ acquired: true, fences: [reply.fence], validUntil });
+      } else {
+        this.node.undo([key], claim.token, timeout).catch(() => undefined);
       }
       return true;
     } catch (error) {

@@ -23,14 +23,18 @@ function hubWithLog() {
 }
 
 /** An offer that records its claims, and says it accepts while `accepting` holds. */
-function offerFor(token: string, accepting: () => boolean = () => true): HandoverOffer & { claims: number } {
+function offerFor(token: string, accepting: () => boolean = () => true): HandoverOffer & { claims: number; declines: number } {
   const offer = {
     token,
     ttl: 1_000,
     claims: 0,
+    declines: 0,
     accepts: accepting,
     claimed: () => {
       offer.claims++;
+    },
+    declined: () => {
+      offer.declines++;
     },
   };
   return offer;
@@ -180,16 +184,19 @@ describe('ReleaseHub', () => {
       watch.close(true);
     });
 
-    it('a declined claim wakes the sleeper to attempt, and its wake passes on if it leaves unused', async () => {
+    it('a declined claim wakes the sleeper to attempt (its offer is told), and the wake passes on if it leaves unused', async () => {
       const { hub } = hubWithLog();
       const first = hub.watch([names('k')]);
       const second = hub.watch([names('k')]);
-      const firstSleep = first.next(5_000, undefined, false, offerFor('a'));
+      const offer = offerFor('a');
+      const firstSleep = first.next(5_000, undefined, false, offer);
       let secondWoken = false;
       void second.next(5_000).then(() => (secondWoken = true));
       hub.claim('k:c')?.decline();
       expect(await firstSleep).toBeUndefined();
-      first.close(false);
+      expect(offer.declines).toBe(1);
+      // Closed as granted but without reading `seen` (it never went back to attempt): the wake was unused.
+      first.close(true);
       await new Promise((resolve) => setImmediate(resolve));
       expect(secondWoken).toBe(true);
       second.close();

@@ -272,6 +272,7 @@ class HubWatch implements ReleaseWatch {
               ttl: offer.ttl,
               grant: (outcome) => resolve(outcome),
               decline: () => {
+                offer.declined();
                 this.unusedWake = true;
                 resolve(undefined);
               },
