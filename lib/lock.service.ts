@@ -264,19 +264,20 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
           this.observer.notAcquired(keys, settings.label, attempt.startedAt, error, attempt.span);
           throw error;
         }
+        const grantedAt = performance.now();
         own = new Lease(this, {
           names,
           token,
           value,
           label: settings.label,
-          grantedAt: performance.now(),
+          grantedAt,
           fences: granted.fences,
           validUntil: granted.validUntil,
           ttl: settings.ttl,
           autoExtend: settings.autoExtend,
-          holdUntil: performance.now() + settings.maxHold,
+          holdUntil: grantedAt + settings.maxHold,
           // Counted from when the grant was seen, i.e. after Redis made it: the hold-over never ends early.
-          minHoldUntil: performance.now() + settings.minHold,
+          minHoldUntil: grantedAt + settings.minHold,
           shape,
         });
         this.held.add(own);

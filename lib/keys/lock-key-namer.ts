@@ -12,20 +12,35 @@ import type { LockKeyNames } from '../stores/lock-store.interface';
  * The prefix is checked at bootstrap never to end the tag itself (see resolveLockOptions).
  */
 export class LockKeyNamer {
+  /**
+   * The names of recently used keys. A hot path saving: a key locked again (the common case) reuses five
+   * strings already built and hashed, which every Map lookup by channel then finds at once. Bounded: a
+   * stream of unique keys only ever keeps the last NAMES_KEPT.
+   */
+  private readonly recent = new Map<string, LockKeyNames>();
+
   constructor(private readonly prefix: string) {}
 
   names(key: string): LockKeyNames {
+    const known = this.recent.get(key);
+    if (known) return known;
     const lockKey = `${this.prefix}{${tagSafe(key)}}`;
-    return {
+    const names: LockKeyNames = Object.freeze({
       name: key,
       lockKey,
       fenceKey: `${lockKey}:fence`,
       channel: `${lockKey}:released`,
       permitsKey: `${lockKey}:permits`,
       writerKey: `${lockKey}:writer`,
-    };
+    });
+    if (this.recent.size >= NAMES_KEPT) this.recent.clear();
+    this.recent.set(key, names);
+    return names;
   }
 }
+
+/** How many keys' names a namer keeps (see LockKeyNamer.recent): a few hundred KiB at most. */
+const NAMES_KEPT = 1_024;
 
 /** The key as written inside the hash tag: never empty-tag-making, and one-to-one with the key. */
 function tagSafe(key: string): string {

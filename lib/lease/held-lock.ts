@@ -17,7 +17,7 @@ const asyncDispose: typeof Symbol.asyncDispose =
  */
 export class HeldLock implements Lock {
   readonly keys: readonly string[];
-  readonly fences: Readonly<Record<string, number>>;
+  private fencesByKey: Readonly<Record<string, number>> | undefined;
   private released = false;
   private combined: CombinedSignal | undefined;
 
@@ -28,11 +28,18 @@ export class HeldLock implements Lock {
     private readonly onRelease: (lease: Lease) => Promise<boolean>,
   ) {
     this.keys = keys;
-    const fences: Record<string, number> = {};
-    for (const lease of leases) {
-      lease.terms.names.forEach((name, index) => (fences[name.name] = lease.terms.fences[index]));
+  }
+
+  /** Made on first read: most locks are released without anyone reading their fences. */
+  get fences(): Readonly<Record<string, number>> {
+    if (!this.fencesByKey) {
+      const fences: Record<string, number> = {};
+      for (const lease of this.leases) {
+        lease.terms.names.forEach((name, index) => (fences[name.name] = lease.terms.fences[index]));
+      }
+      this.fencesByKey = Object.freeze(fences);
     }
-    this.fences = Object.freeze(fences);
+    return this.fencesByKey;
   }
 
   get token(): string {
@@ -40,7 +47,13 @@ export class HeldLock implements Lock {
   }
 
   get fence(): number {
-    return this.fences[this.keys[0]];
+    // The first key's fence, without building the record: its lease is the first one naming it.
+    const key = this.keys[0];
+    for (const lease of this.leases) {
+      const index = lease.terms.names.findIndex((name) => name.name === key);
+      if (index >= 0) return lease.terms.fences[index];
+    }
+    return this.fences[key];
   }
 
   get signal(): AbortSignal {

@@ -66,7 +66,7 @@ export class Lease implements ScheduledTask {
   ) {
     this.keys = terms.names.map((name) => name.name);
     this.validUntil = terms.validUntil;
-    this.renewAt = performance.now() + terms.ttl / 3;
+    this.renewAt = terms.grantedAt + terms.ttl / 3;
     this.reschedule();
   }
 
