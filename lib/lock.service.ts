@@ -295,13 +295,36 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
    * announcements (no polling), with a fallback wake-up when the holder's lease would expire (expiry is
    * not announced) plus random jitter, so waiters of several processes do not retry in step.
    */
-  private async grant(
+  private grant(
     names: readonly LockKeyNames[],
     value: string,
     settings: CallSettings,
     keys: readonly string[],
     once: boolean,
     attempt: Attempt,
+  ): Promise<Granted | null> {
+    // The first attempt without the waiting loop's async frame (the hot path of every lock): nobody of
+    // this process waits for these keys, the caller is not cancelled, shutdown has not begun. Anything but
+    // a clean grant goes on in the loop, which starts from this outcome.
+    const signal = settings.signal;
+    if (this.closed || signal?.aborted || (!once && this.store.hasWaiters(names))) {
+      return this.grantWaiting(names, value, settings, keys, once, attempt, undefined);
+    }
+    const ttl = Math.min(settings.ttl, settings.maxHold);
+    return this.attempt({ keys: names, token: value, ttl, shape: settings.shape, queued: false }, keys).then((outcome) =>
+      outcome.acquired && !signal?.aborted ? outcome : this.grantWaiting(names, value, settings, keys, once, attempt, outcome),
+    );
+  }
+
+  /** The waiting loop of grant(); `first`: the outcome of an attempt already made, or undefined to start afresh. */
+  private async grantWaiting(
+    names: readonly LockKeyNames[],
+    value: string,
+    settings: CallSettings,
+    keys: readonly string[],
+    once: boolean,
+    attempt: Attempt,
+    first: AcquireOutcome | undefined,
   ): Promise<Granted | null> {
     const startedAt = attempt.startedAt;
     const deadline = startedAt + (once ? 0 : settings.wait);
@@ -318,8 +341,10 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     let offer: HandoverOffer | undefined;
     /** What a release of this process handed over while the caller slept. */
     let handed: Granted | undefined;
+    /** The outcome of an attempt grant() already made. */
+    let made = first;
     try {
-      if (!once && this.store.hasWaiters(names)) {
+      if (!made && !once && this.store.hasWaiters(names)) {
         // No barging: callers of this process already wait for these keys, so queue behind them.
         attempt.span = this.observer.waiting(settings.label, startedAt, keys.length);
         watch = await this.watchReleases(names, keys);
@@ -333,6 +358,9 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
           // Already granted, by the release that woke this caller: no attempt of its own.
           outcome = handed;
           handed = undefined;
+        } else if (made) {
+          outcome = made;
+          made = undefined;
         } else {
           signal?.throwIfAborted();
           // Shutdown may have begun while this caller slept or its attempt was in flight: it is refused,
@@ -461,9 +489,9 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     await Promise.all(leases.map((lease) => this.letGo(lease).catch(() => false)));
   }
 
-  private async letGo(lease: Lease): Promise<boolean> {
+  private letGo(lease: Lease): Promise<boolean> {
     lease.holds--;
-    if (lease.holds > 0) return lease.isHeld;
+    if (lease.holds > 0) return Promise.resolve(lease.isHeld);
     return lease.release();
   }
 }

@@ -81,15 +81,15 @@ export class HeldLock implements Lock {
     await Promise.all(this.leases.map((lease) => lease.extend(ttl ?? lease.terms.ttl)));
   }
 
-  async release(): Promise<boolean> {
-    if (this.released) return false;
+  release(): Promise<boolean> {
+    if (this.released) return Promise.resolve(false);
     this.released = true;
     // A borrowed lease (reentrancy) may outlive this handle by far: it must not keep this handle's
     // listener, and through it this handle, alive.
     this.combined?.detach();
+    // No async layer of its own on the hot path (one lease): the lease's release is the answer.
     if (this.leases.length === 1) return this.onRelease(this.leases[0]);
-    const results = await Promise.all(this.leases.map((lease) => this.onRelease(lease)));
-    return results.every(Boolean);
+    return Promise.all(this.leases.map((lease) => this.onRelease(lease))).then((results) => results.every(Boolean));
   }
 
   async [asyncDispose](): Promise<void> {

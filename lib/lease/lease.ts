@@ -117,10 +117,14 @@ export class Lease implements ScheduledTask {
     this.renewed(validUntil, ttl, sequence);
   }
 
-  /** Ends the lease in the store. true when every key was still held by this grant. */
-  async release(): Promise<boolean> {
+  /**
+   * Ends the lease in the store. true when every key was still held by this grant. Not async, like the
+   * other layers of a release: each promise layer costs on the hot path (the store's release never throws
+   * synchronously).
+   */
+  release(): Promise<boolean> {
     const wasHeld = this.state === 'held';
-    if (this.state === 'released') return false;
+    if (this.state === 'released') return Promise.resolve(false);
     // A lost lease already ended (host.ended ran when it was lost): it is only deleted in the store now, not
     // reported a second time (before: two 'lost' events, lock.lost counted twice, lock.held below zero).
     if (wasHeld) this.stop('released');
@@ -128,8 +132,8 @@ export class Lease implements ScheduledTask {
     // A lease believed lost may still sit in Redis (its renewal just came too late): delete it anyway.
     // Released before minHold: left in place, still under this token, to expire at grant + minHold.
     const holdFor = Math.ceil(this.terms.minHoldUntil - performance.now());
-    const released = await this.host.store.release(this.terms.names, this.terms.value, Math.max(0, holdFor), this.terms.shape);
-    return wasHeld && released;
+    const released = this.host.store.release(this.terms.names, this.terms.value, Math.max(0, holdFor), this.terms.shape);
+    return wasHeld ? released : released.then(() => false);
   }
 
   /** Declares the lease lost now (its signal aborts with `reason`); release() still deletes it in the store. */

@@ -136,7 +136,7 @@ export class RedisLockNode {
    * through PERMIT_ACQUIRE_SCRIPT. A single-key writer that met readers, or was queued behind them before,
    * goes through WRITE_ACQUIRE_SCRIPT (one more round trip the first time, only then).
    */
-  async acquire(
+  acquire(
     keys: readonly LockKeyNames[],
     token: string,
     ttl: number,
@@ -144,12 +144,25 @@ export class RedisLockNode {
     shape?: LockShape,
     queued = false,
   ): Promise<NodeAcquireReply> {
+    // Not async (the hot path of every lock): like run(), it throws StoreClosedError synchronously once closed.
     if (isPermit(shape)) return this.acquirePermit(keys[0], token, ttl, timeoutMs, shape);
     if (queued && keys.length === 1) return this.acquireWrite(keys[0], token, ttl, timeoutMs);
     const names: string[] = [];
     for (const key of keys) names.push(key.lockKey);
     for (const key of keys) names.push(key.fenceKey);
-    const reply = (await this.granting(ACQUIRE, names, [token, ttl], keys, token, timeoutMs)) as number[];
+    return this.granting(ACQUIRE, names, [token, ttl], keys, token, timeoutMs).then((reply) =>
+      this.acquired(reply as number[], keys, token, ttl, timeoutMs),
+    );
+  }
+
+  /** ACQUIRE_SCRIPT's answer: granted, busy, or (permits at the key) the writer's path. */
+  private acquired(
+    reply: number[],
+    keys: readonly LockKeyNames[],
+    token: string,
+    ttl: number,
+    timeoutMs: number,
+  ): NodeAcquireReply | Promise<NodeAcquireReply> {
     const status = Number(reply[0]);
     if (status === 1) return { acquired: true, fences: reply.slice(1).map(Number) };
     if (status === 0) return { acquired: false, retryAfter: Number(reply[1]), holder: String(reply[2] ?? '') };
@@ -245,17 +258,17 @@ export class RedisLockNode {
    * left to expire in that many ms (minHold). No WAIT: a release that a failover loses only leaves a lease
    * to expire on its own, which delays the next holder and never admits two.
    */
-  async release(keys: readonly LockKeyNames[], token: string, timeoutMs: number, holdFor = 0, shape?: LockShape): Promise<number> {
+  release(keys: readonly LockKeyNames[], token: string, timeoutMs: number, holdFor = 0, shape?: LockShape): Promise<number> {
+    // Not async (a hot path): like run(), it throws StoreClosedError synchronously once closed.
     if (isPermit(shape)) {
       const key = keys[0];
       const args = [token, Math.max(0, Math.ceil(holdFor)), key.channel];
-      return Number(await this.run(PERMIT_RELEASE, [key.lockKey, key.permitsKey], args, timeoutMs, keys));
+      return this.run(PERMIT_RELEASE, [key.lockKey, key.permitsKey], args, timeoutMs, keys).then(Number);
     }
     const names = keys.map((key) => key.lockKey);
     const args: RedisArgument[] = [token, Math.max(0, Math.ceil(holdFor))];
     for (const key of keys) args.push(key.channel);
-    const reply = await this.run(RELEASE, names, args, timeoutMs, keys);
-    return Number(reply);
+    return this.run(RELEASE, names, args, timeoutMs, keys).then(Number);
   }
 
   /**

@@ -5,7 +5,7 @@ import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState
 import { kindOf } from '../shared/kind-conflict';
 import { clockDrift, commandTimeoutFor } from '../shared/timing';
 import { ReleaseHub, type HandoverClaim } from '../shared/release-hub';
-import { RedisLockNode, StoreClosedError, isPermit } from './redis-lock-node';
+import { RedisLockNode, StoreClosedError, isPermit, type NodeAcquireReply } from './redis-lock-node';
 import { ReplicasNotAcknowledgedError } from './replicas-not-acknowledged.error';
 
 export interface RedisLockStoreOptions {
@@ -41,33 +41,43 @@ export class RedisLockStore implements LockStore {
     this.node.onRelease((channel, token) => this.hub.announce(channel, token));
   }
 
-  async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
+  acquire(request: AcquireRequest): Promise<AcquireOutcome> {
+    // Callbacks, not awaits: the hot path of every lock, where each promise layer costs.
     const ttl = Math.max(1, Math.round(request.ttl));
     const startedAt = performance.now();
     const timeout = this.timeout(ttl);
+    let sent: Promise<NodeAcquireReply>;
     try {
-      const reply = await this.node.acquire(request.keys, request.token, ttl, timeout, request.shape, request.queued);
-      if (!reply.acquired) return { acquired: false, retryAfter: reply.retryAfter, queued: reply.queued };
-      const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
-      if (validUntil <= performance.now()) {
-        // The answer came too late for the lease (a stalled event loop, a slow network): it may already
-        // have expired and been granted again. Never hand it out.
-        this.node.undo(request.keys, request.token, timeout, request.shape).catch(() => undefined);
-        throw new LockUnavailableError(
-          request.keys.map((key) => key.name),
-          `Redis answered after the lease's validity (ttl ${ttl} ms minus drift) had passed`,
-        );
-      }
-      return { acquired: true, fences: reply.fences, validUntil, vacant: reply.vacant };
+      sent = this.node.acquire(request.keys, request.token, ttl, timeout, request.shape, request.queued);
     } catch (error) {
-      if (mayHaveRun(error)) {
-        // The script may have run, or may still run, although no answer came: a timeout, or the driver
-        // giving up on a command it had sent (a reset connection, MaxRetriesPerRequestError). Take back
-        // whatever it granted under this token, or the key would stay locked for nobody for a whole ttl.
-        this.node.undo(request.keys, request.token, timeout, request.shape).catch(() => undefined);
-      }
-      throw this.unavailable(error, request.keys, 'acquire');
+      // Refused before sending (the store closed), or foreign data found: nothing to take back.
+      return Promise.reject(this.unavailable(error, request.keys, 'acquire'));
     }
+    return sent.then(
+      (reply): AcquireOutcome => {
+        if (!reply.acquired) return { acquired: false, retryAfter: reply.retryAfter, queued: reply.queued };
+        const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
+        if (validUntil <= performance.now()) {
+          // The answer came too late for the lease (a stalled event loop, a slow network): it may already
+          // have expired and been granted again. Never hand it out.
+          this.node.undo(request.keys, request.token, timeout, request.shape).catch(() => undefined);
+          throw new LockUnavailableError(
+            request.keys.map((key) => key.name),
+            `Redis answered after the lease's validity (ttl ${ttl} ms minus drift) had passed`,
+          );
+        }
+        return { acquired: true, fences: reply.fences, validUntil, vacant: reply.vacant };
+      },
+      (error: unknown) => {
+        if (mayHaveRun(error)) {
+          // The script may have run, or may still run, although no answer came: a timeout, or the driver
+          // giving up on a command it had sent (a reset connection, MaxRetriesPerRequestError). Take back
+          // whatever it granted under this token, or the key would stay locked for nobody for a whole ttl.
+          this.node.undo(request.keys, request.token, timeout, request.shape).catch(() => undefined);
+        }
+        throw this.unavailable(error, request.keys, 'acquire');
+      },
+    );
   }
 
   async extend(request: AcquireRequest): Promise<number | null> {
@@ -90,16 +100,24 @@ export class RedisLockStore implements LockStore {
       const claim = this.hub.claim(keys[0].channel);
       if (claim) return this.handOver(keys[0], token, claim);
     }
+    let released: Promise<number>;
     try {
-      const released = this.node.release(keys, token, this.timeout(undefined), holdFor, shape);
-      // The release is now queued on the connection: a local waiter woken here sends its attempt on the
-      // same connection right behind it, so Redis runs that attempt just after the delete — a handover in
-      // one round trip. The PUBLISH of this release carries the same token, and the hub counts it once.
-      for (const key of keys) this.hub.handOver(key.channel, token);
-      return (await released) === keys.length;
+      released = this.node.release(keys, token, this.timeout(undefined), holdFor, shape);
     } catch (error) {
+      // Refused before sending (the store closed).
       throw this.unavailable(error, keys, 'release');
     }
+    // The release is now queued on the connection: a local waiter woken here sends its attempt on the
+    // same connection right behind it, so Redis runs that attempt just after the delete — a handover in
+    // one round trip. The PUBLISH of this release carries the same token, and the hub counts it once.
+    for (const key of keys) this.hub.handOver(key.channel, token);
+    // A callback, not an await: one promise layer less on the hot path.
+    return released.then(
+      (count) => count === keys.length,
+      (error: unknown) => {
+        throw this.unavailable(error, keys, 'release');
+      },
+    );
   }
 
   /**
