@@ -489,6 +489,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     await Promise.all(leases.map((lease) => this.letGo(lease).catch(() => false)));
   }
 
+  /** Never throws (Lease.release does not): a rejection, so the callers' Promise.all and catch see it. */
   private letGo(lease: Lease): Promise<boolean> {
     lease.holds--;
     if (lease.holds > 0) return Promise.resolve(lease.isHeld);

@@ -33,7 +33,8 @@ export class HeldLock implements Lock {
   /** Made on first read: most locks are released without anyone reading their fences. */
   get fences(): Readonly<Record<string, number>> {
     if (!this.fencesByKey) {
-      const fences: Record<string, number> = {};
+      // No prototype: a key named "__proto__" is a key like any other.
+      const fences: Record<string, number> = Object.create(null) as Record<string, number>;
       for (const lease of this.leases) {
         lease.terms.names.forEach((name, index) => (fences[name.name] = lease.terms.fences[index]));
       }
@@ -47,11 +48,12 @@ export class HeldLock implements Lock {
   }
 
   get fence(): number {
-    // The first key's fence, without building the record: its lease is the first one naming it.
+    // The first key's fence, without building the record: as in the record, the last lease naming it wins
+    // (this handle's own grant comes last).
     const key = this.keys[0];
-    for (const lease of this.leases) {
-      const index = lease.terms.names.findIndex((name) => name.name === key);
-      if (index >= 0) return lease.terms.fences[index];
+    for (let at = this.leases.length - 1; at >= 0; at--) {
+      const { names, fences } = this.leases[at].terms;
+      for (let index = names.length - 1; index >= 0; index--) if (names[index].name === key) return fences[index];
     }
     return this.fences[key];
   }

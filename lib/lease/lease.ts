@@ -119,10 +119,18 @@ export class Lease implements ScheduledTask {
 
   /**
    * Ends the lease in the store. true when every key was still held by this grant. Not async, like the
-   * other layers of a release: each promise layer costs on the hot path (the store's release never throws
-   * synchronously).
+   * other layers of a release (each promise layer costs on the hot path), but it never throws: whatever
+   * fails before the store is asked (a telemetry exporter's error in host.ended) is a rejection, as it was.
    */
   release(): Promise<boolean> {
+    try {
+      return this.releaseInStore();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private releaseInStore(): Promise<boolean> {
     const wasHeld = this.state === 'held';
     if (this.state === 'released') return Promise.resolve(false);
     // A lost lease already ended (host.ended ran when it was lost): it is only deleted in the store now, not

@@ -50,7 +50,9 @@ export class RedisLockStore implements LockStore {
     try {
       sent = this.node.acquire(request.keys, request.token, ttl, timeout, request.shape, request.queued);
     } catch (error) {
-      // Refused before sending (the store closed), or foreign data found: nothing to take back.
+      // As a rejection below: a command that may have gone out is taken back (none does today: the store
+      // refuses synchronously only once closed).
+      if (mayHaveRun(error)) this.node.undo(request.keys, request.token, timeout, request.shape).catch(() => undefined);
       return Promise.reject(this.unavailable(error, request.keys, 'acquire'));
     }
     return sent.then(
