@@ -18,6 +18,17 @@ export function highestFences(grants: readonly NodeGrant[]): number[] {
   return highest;
 }
 
+/**
+ * The grant's fences when at least `quorum` of the granting nodes already gave the highest ones: S is
+ * established without a write-back (see writeBackFences). undefined when a write-back is needed.
+ */
+export function fencesAgreed(grants: readonly NodeGrant[], quorum: number): number[] | undefined {
+  const highest = highestFences(grants);
+  let atHighest = 0;
+  for (const grant of grants) if (reaches(grant.fences, highest)) atHighest++;
+  return atHighest >= quorum ? highest : undefined;
+}
+
 /** Whether every counter of a grant is already at `target` (counters never go down, so "at least"). */
 function reaches(fences: readonly number[], target: readonly number[]): boolean {
   return target.every((value, index) => fences[index] >= value);

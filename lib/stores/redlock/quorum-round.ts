@@ -32,6 +32,8 @@ export type QuorumRule<T, D> = (answers: readonly NodeAnswer<T>[], pending: numb
  */
 export class QuorumRound<T> {
   private readonly arrived: NodeAnswer<T>[] = [];
+  /** The pending decide() calls' evaluations, run as each answer is recorded (no promise per answer and call). */
+  private readonly onAnswer: (() => void)[] = [];
   /** Per node: settles with that node's answer. */
   readonly answers: readonly Promise<NodeAnswer<T>>[];
 
@@ -87,12 +89,13 @@ export class QuorumRound<T> {
         }
       };
       evaluate();
-      for (const answer of this.answers) void answer.then(evaluate);
+      if (!decided) this.onAnswer.push(evaluate);
     });
   }
 
   private record(answer: NodeAnswer<T>): NodeAnswer<T> {
     this.arrived.push(answer);
+    for (const evaluate of this.onAnswer) evaluate();
     return answer;
   }
 }

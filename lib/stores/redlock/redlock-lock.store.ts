@@ -6,7 +6,7 @@ import { type NodeAcquireReply, type NodeHolder, RedisLockNode, isPermit } from 
 import { kindOf } from '../shared/kind-conflict';
 import { ReleaseHub } from '../shared/release-hub';
 import { clockDrift, commandTimeoutFor } from '../shared/timing';
-import { type NodeGrant, writeBackFences } from './fence-write-back';
+import { fencesAgreed, type NodeGrant, writeBackFences } from './fence-write-back';
 import { type NodeAnswer, QuorumRound, quorumOf, semaphoreQuorumOf } from './quorum-round';
 
 export interface RedlockLockStoreOptions {
@@ -136,9 +136,10 @@ export class RedlockLockStore implements LockStore {
           vacant ||= answer.value.vacant === true;
         }
       }
-      let fences: number[] | undefined;
+      // As a rule every granting node gave the same fences: nothing to write back, and no round to wait for.
+      let fences: number[] | undefined = fencesAgreed(grants, quorum);
       try {
-        fences = await writeBackFences(this.nodes, grants, keys, token, quorum, timeout, shape);
+        fences ??= await writeBackFences(this.nodes, grants, keys, token, quorum, timeout, shape);
       } catch (error) {
         await this.undo(round, keys, token, timeout, shape);
         throw error;
