@@ -69,9 +69,10 @@ export async function writeBackFences(
   timeoutMs: number,
   shape?: LockShape,
 ): Promise<number[] | undefined> {
+  const agreed = fencesAgreed(grants, quorum);
+  if (agreed) return agreed;
   const highest = highestFences(grants);
   const atHighest = grants.filter((grant) => reaches(grant.fences, highest)).length;
-  if (atHighest >= quorum) return highest;
 
   const behind = grants.filter((grant) => !reaches(grant.fences, highest));
   const round = new QuorumRound(behind.length, (index) =>

@@ -47,6 +47,21 @@ describe('QuorumRound', () => {
     expect(round.answersSoFar().map((answer) => answer.ok)).toEqual([false, false]);
   });
 
+  it('sees the answers of one tick together: the rule, not their arrival order, decides between them', async () => {
+    // A semaphore that needs every node: one node full and one node down in the same tick is "unavailable"
+    // (a store that cannot answer), never "against" (an ordinary busy), whichever came first.
+    const nodes = [deferred<boolean>(), deferred<boolean>(), deferred<boolean>()];
+    const round = new QuorumRound(3, (node) => nodes[node].promise);
+    const decision = round.decide((answers) => {
+      if (answers.some((answer) => !answer.ok)) return 'unavailable';
+      if (answers.some((answer) => answer.ok && answer.value === false)) return 'against';
+      return answers.length === 3 ? 'for' : undefined;
+    });
+    nodes[0].resolve(false);
+    nodes[1].reject(new Error('connection reset'));
+    await expect(decision).resolves.toBe('unavailable');
+  });
+
   it('rejects when the rule throws, and when it makes no decision after every node answered', async () => {
     const throwing = new QuorumRound(1, async () => true);
     await expect(

@@ -32,8 +32,13 @@ export type QuorumRule<T, D> = (answers: readonly NodeAnswer<T>[], pending: numb
  */
 export class QuorumRound<T> {
   private readonly arrived: NodeAnswer<T>[] = [];
-  /** The pending decide() calls' evaluations, run as each answer is recorded (no promise per answer and call). */
+  /**
+   * The pending decide() calls' evaluations (no promise per answer and call). Run once per batch of answers,
+   * a microtask after the first of them is recorded: answers of one tick are all seen together, so a rule's
+   * own priority decides between them (e.g. "unavailable" over "against"), not their order of arrival.
+   */
   private readonly onAnswer: (() => void)[] = [];
+  private evaluationQueued = false;
   /** Per node: settles with that node's answer. */
   readonly answers: readonly Promise<NodeAnswer<T>>[];
 
@@ -95,7 +100,13 @@ export class QuorumRound<T> {
 
   private record(answer: NodeAnswer<T>): NodeAnswer<T> {
     this.arrived.push(answer);
-    for (const evaluate of this.onAnswer) evaluate();
+    if (!this.evaluationQueued && this.onAnswer.length > 0) {
+      this.evaluationQueued = true;
+      queueMicrotask(() => {
+        this.evaluationQueued = false;
+        for (const evaluate of this.onAnswer) evaluate();
+      });
+    }
     return answer;
   }
 }

@@ -136,10 +136,11 @@ export class RedlockLockStore implements LockStore {
           vacant ||= answer.value.vacant === true;
         }
       }
-      // As a rule every granting node gave the same fences: nothing to write back, and no round to wait for.
-      let fences: number[] | undefined = fencesAgreed(grants, quorum);
+      // As a rule a quorum of the granting nodes already gave the highest fences: nothing to write back, and
+      // no round to wait for.
+      let fences: number[] | undefined;
       try {
-        fences ??= await writeBackFences(this.nodes, grants, keys, token, quorum, timeout, shape);
+        fences = fencesAgreed(grants, quorum) ?? (await writeBackFences(this.nodes, grants, keys, token, quorum, timeout, shape));
       } catch (error) {
         await this.undo(round, keys, token, timeout, shape);
         throw error;
