@@ -278,9 +278,11 @@ export class RedlockLockStore implements LockStore {
     // right behind them on the same connections, so each node runs it just after the delete (a handover in
     // one round trip). The nodes' PUBLISH of this release carry the same token, and the hub counts it once.
     for (const key of keys) this.hub.handOver(key.channel, token);
-    const verdict = await round.decide<Verdict>((answers) =>
-      this.tally(answers.filter((answer) => answer.ok && answer.value === keys.length).length, answers, quorum),
-    );
+    const verdict = await round.decide<Verdict>((answers) => {
+      let released = 0;
+      for (const answer of answers) if (answer.ok && answer.value === keys.length) released++;
+      return this.tally(released, answers, quorum);
+    });
     if (verdict === 'unavailable') {
       throw this.unavailable(keys, 'release', this.tooFewNodes(round.answersSoFar(), quorum), round.answersSoFar());
     }
@@ -407,19 +409,29 @@ export class RedlockLockStore implements LockStore {
 
   /** Acquire votes: a refusal is a busy key (or foreign data at it); see verdict(). */
   private acquireVerdict(answers: readonly NodeAnswer<NodeAcquireReply>[], quorum: number): Verdict | undefined {
-    const granted = answers.filter((answer) => answer.ok && answer.value.acquired).length;
-    const failed = answers.filter((answer) => !answer.ok && !isCallersMistake(answer.error)).length;
+    // Counted in one pass, no arrays: this runs on every answer of every attempt.
+    let granted = 0;
+    let failed = 0;
+    let busy = 0;
+    for (const answer of answers) {
+      if (answer.ok) {
+        if (answer.value.acquired) granted++;
+        else busy++;
+      } else if (!isCallersMistake(answer.error)) failed++;
+    }
     const verdict = this.verdict(granted, failed, answers.length, quorum);
     // A key held as another kind (or foreign data) is the caller's mistake only when a majority says so (see
     // acquire): hear the other nodes out before calling it busy.
-    const mistakes = answers.length - granted - failed - answers.filter((answer) => answer.ok && !answer.value.acquired).length;
+    const mistakes = answers.length - granted - failed - busy;
     if (verdict === 'against' && mistakes > 0 && mistakes < this.quorum && answers.length < this.nodes.length) return undefined;
     return verdict;
   }
 
   /** Yes/no votes: `yes` on a quorum is 'for'; too many failures 'unavailable'; a quorum out of reach 'against'. */
   private tally(yes: number, answers: readonly NodeAnswer<unknown>[], quorum = this.quorum): Verdict | undefined {
-    return this.verdict(yes, answers.filter((answer) => !answer.ok).length, answers.length, quorum);
+    let failed = 0;
+    for (const answer of answers) if (!answer.ok) failed++;
+    return this.verdict(yes, failed, answers.length, quorum);
   }
 
   /**
