@@ -24,7 +24,6 @@ import type {
   AcquireRequest,
   HandoverOffer,
   LockKeyNames,
-  LockShape,
   LockStore,
   ReleaseWatch,
 } from './stores/lock-store.interface';
@@ -40,8 +39,20 @@ const MAX_SLEEP_MS = 2_147_483_647;
 
 type Granted = AcquireGrant;
 
-/** One acquisition call, for its observer: when it started, and its wait span once it had to wait. */
+/**
+ * One acquisition call that needs a grant: what it asks for, and for its observer when it started and its
+ * wait span once it had to wait.
+ */
 interface Attempt {
+  /** The Redis names of the keys this call must be granted (those reentrancy did not cover). */
+  readonly names: readonly LockKeyNames[];
+  /** The lease value the grant is made to (token and instance). */
+  readonly value: string;
+  readonly settings: CallSettings;
+  /** Every key of the call, as the caller gave them (for errors and events). */
+  readonly keys: readonly string[];
+  /** tryAcquire: a single attempt. */
+  readonly once: boolean;
   readonly startedAt: number;
   span: OtelSpan | undefined;
   /**
@@ -239,11 +250,11 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
       const token = randomToken();
       // The owner rides in the lease's value: named without another command, compared whole by the scripts.
       const value = leaseValue(token, this.options.instance);
-      const attempt: Attempt = { startedAt: performance.now(), span: undefined };
+      const attempt: Attempt = { names, value, settings, keys, once, startedAt: performance.now(), span: undefined };
       try {
         let granted: Granted | null;
         try {
-          granted = await this.grant(names, value, settings, keys, once, attempt);
+          granted = await this.grant(attempt);
         } catch (error) {
           this.observer.notAcquired(keys, settings.label, attempt.startedAt, error, attempt.span, settings.signal);
           await this.unpin(borrowed);
@@ -295,38 +306,22 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
    * announcements (no polling), with a fallback wake-up when the holder's lease would expire (expiry is
    * not announced) plus random jitter, so waiters of several processes do not retry in step.
    */
-  private grant(
-    names: readonly LockKeyNames[],
-    value: string,
-    settings: CallSettings,
-    keys: readonly string[],
-    once: boolean,
-    attempt: Attempt,
-  ): Promise<Granted | null> {
+  private grant(attempt: Attempt): Promise<Granted | null> {
     // The first attempt without the waiting loop's async frame (the hot path of every lock): nobody of
     // this process waits for these keys, the caller is not cancelled, shutdown has not begun. Anything but
     // a clean grant goes on in the loop, which starts from this outcome.
+    const { names, value, settings, keys, once } = attempt;
     const signal = settings.signal;
-    if (this.closed || signal?.aborted || (!once && this.store.hasWaiters(names))) {
-      return this.grantWaiting(names, value, settings, keys, once, attempt, undefined);
-    }
+    if (this.closed || signal?.aborted || (!once && this.store.hasWaiters(names))) return this.grantWaiting(attempt, undefined);
     const ttl = Math.min(settings.ttl, settings.maxHold);
     return this.attempt({ keys: names, token: value, ttl, shape: settings.shape, queued: false }, keys).then((outcome) =>
-      outcome.acquired && !signal?.aborted ? outcome : this.grantWaiting(names, value, settings, keys, once, attempt, outcome),
+      outcome.acquired && !signal?.aborted ? outcome : this.grantWaiting(attempt, outcome),
     );
   }
 
   /** The waiting loop of grant(); `first`: the outcome of an attempt already made, or undefined to start afresh. */
-  private async grantWaiting(
-    names: readonly LockKeyNames[],
-    value: string,
-    settings: CallSettings,
-    keys: readonly string[],
-    once: boolean,
-    attempt: Attempt,
-    first: AcquireOutcome | undefined,
-  ): Promise<Granted | null> {
-    const startedAt = attempt.startedAt;
+  private async grantWaiting(attempt: Attempt, first: AcquireOutcome | undefined): Promise<Granted | null> {
+    const { names, value, settings, keys, once, startedAt } = attempt;
     const deadline = startedAt + (once ? 0 : settings.wait);
     const ttl = Math.min(settings.ttl, settings.maxHold);
     const signal = settings.signal;
@@ -339,28 +334,25 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     let vacant = false;
     /** Made when the caller first sleeps: it takes a release of this process directly (single-key mutex). */
     let offer: HandoverOffer | undefined;
-    /** What a release of this process handed over while the caller slept. */
-    let handed: Granted | undefined;
-    /** The outcome of an attempt grant() already made. */
-    let made = first;
+    /**
+     * An outcome this caller has without attempting: the one grant() already made, or a grant a release of
+     * this process handed over while the caller slept.
+     */
+    let known = first;
     try {
-      if (!made && !once && this.store.hasWaiters(names)) {
+      if (!known && !once && this.store.hasWaiters(names)) {
         // No barging: callers of this process already wait for these keys, so queue behind them.
         attempt.span = this.observer.waiting(settings.label, startedAt, keys.length);
         watch = await this.watchReleases(names, keys);
-        offer = this.handoverOffer(names, value, ttl, shape, signal, attempt);
-        handed = await watch.next(Math.min(deadline - performance.now(), settings.ttl, MAX_SLEEP_MS), signal, false, offer);
+        offer = this.handoverOffer(attempt, ttl);
+        known = await watch.next(Math.min(deadline - performance.now(), settings.ttl, MAX_SLEEP_MS), signal, false, offer);
       }
       for (;;) {
         let outcome: AcquireOutcome;
         let seenBefore = 0;
-        if (handed) {
-          // Already granted, by the release that woke this caller: no attempt of its own.
-          outcome = handed;
-          handed = undefined;
-        } else if (made) {
-          outcome = made;
-          made = undefined;
+        if (known) {
+          outcome = known;
+          known = undefined;
         } else {
           signal?.throwIfAborted();
           // Shutdown may have begun while this caller slept or its attempt was in flight: it is refused,
@@ -400,8 +392,8 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         if (queued) fallback = Math.min(fallback, ttl / 3);
         const jitter = Math.random() * Math.min(50, fallback / 10 + 1);
         // A queued writer keeps attempting itself: each attempt renews its mark.
-        offer ??= this.handoverOffer(names, value, ttl, shape, signal, attempt);
-        handed = await watch.next(Math.min(deadline - now, fallback + jitter, MAX_SLEEP_MS), signal, queued, queued ? undefined : offer);
+        offer ??= this.handoverOffer(attempt, ttl);
+        known = await watch.next(Math.min(deadline - now, fallback + jitter, MAX_SLEEP_MS), signal, queued, queued ? undefined : offer);
       }
     } finally {
       watch?.close(acquired, vacant);
@@ -415,20 +407,15 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
 
   /**
    * What a sleeping single-key mutex caller offers a release of this process: to be handed the lock
-   * directly (see HandoverOffer), as long as it is not cancelled and the service is not shutting down.
-   * From a claim until the call has dealt with its outcome, the hand-over counts as in flight.
+   * directly (see HandoverOffer), as long as the service is not shutting down (a cancelled caller has
+   * already left the queue). From a claim until the call has dealt with its outcome, the hand-over counts
+   * as in flight.
    */
-  private handoverOffer(
-    names: readonly LockKeyNames[],
-    value: string,
-    ttl: number,
-    shape: LockShape | undefined,
-    signal: AbortSignal | undefined,
-    attempt: Attempt,
-  ): HandoverOffer | undefined {
-    if (names.length !== 1 || (shape !== undefined && shape.kind !== 'mutex')) return undefined;
+  private handoverOffer(attempt: Attempt, ttl: number): HandoverOffer | undefined {
+    const shape = attempt.settings.shape;
+    if (attempt.names.length !== 1 || (shape !== undefined && shape.kind !== 'mutex')) return undefined;
     return {
-      token: value,
+      token: attempt.value,
       ttl,
       accepts: () => !this.closed,
       claimed: () => {

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import Redis from 'ioredis';
+import type { AcquireOptions, LockService } from '../../lib';
 import { LockKeyNamer } from '../../lib/keys';
 import { createLockApp, trackLockApps, uniqueKey } from '../support/lock-app';
 import { commandStats, statsDelta } from '../support/redis-stats';
@@ -49,6 +50,15 @@ describe.each(storeRows(storesUnderTest(['redis'])))(
         'the waiter subscribed',
       );
       await sleep(100);
+    }
+
+    /** A holder of `key`, and a caller of the same service asleep waiting for it, cancellable by `controller`. */
+    async function holderAndCancellableWaiter(locks: LockService, key: string, options: AcquireOptions = {}) {
+      const holder = await locks.acquire(key);
+      const controller = new AbortController();
+      const waiting = rejectionOf(locks.acquire(key, { ...options, wait: LONG_TTL_MS, signal: controller.signal }));
+      await asleep(key);
+      return { holder, controller, waiting };
     }
 
     it('the waiter holds the lock after one script, with the next fence, and nothing is published', async () => {
@@ -125,11 +135,8 @@ describe.each(storeRows(storesUnderTest(['redis'])))(
     it('a waiter cancelled once the release claimed it gets no lock, and the key it was handed is released', async () => {
       const { locks } = await apps.start(store.options({ ttl: LONG_TTL_MS }));
       const key = uniqueKey('claimed-then-cancelled');
-      const holder = await locks.acquire(key);
-      const controller = new AbortController();
       const reason = new Error('gave up while the hand-over was on its way');
-      const waiting = rejectionOf(locks.acquire(key, { wait: LONG_TTL_MS, signal: controller.signal }));
-      await asleep(key);
+      const { holder, controller, waiting } = await holderAndCancellableWaiter(locks, key);
       // The release claims the waiter synchronously; the signal aborts before the answer comes.
       const released = holder.release();
       controller.abort(reason);
@@ -174,10 +181,7 @@ describe.each(storeRows(storesUnderTest(['redis'])))(
     it('a hand-over answered too late to a waiter cancelled meanwhile leaves the key free, not locked for nobody', async () => {
       const { locks } = await apps.start(store.options({ ttl: LONG_TTL_MS, commandTimeout: 5_000 }));
       const key = uniqueKey('too-late-cancelled');
-      const holder = await locks.acquire(key);
-      const controller = new AbortController();
-      const waiting = rejectionOf(locks.acquire(key, { wait: LONG_TTL_MS, ttl: 1_000, signal: controller.signal }));
-      await asleep(key);
+      const { holder, controller, waiting } = await holderAndCancellableWaiter(locks, key, { ttl: 1_000 });
       const released = holder.release();
       controller.abort(new Error('cancelled'));
       blockEventLoop(1_100);
@@ -211,11 +215,8 @@ describe.each(storeRows(storesUnderTest(['redis'])))(
     it('a waiter cancelled before the release leaves the queue: the key is free afterwards', async () => {
       const { locks } = await apps.start(store.options({ ttl: LONG_TTL_MS }));
       const key = uniqueKey('cancelled');
-      const holder = await locks.acquire(key);
-      const controller = new AbortController();
       const reason = new Error('gave up');
-      const waiting = rejectionOf(locks.acquire(key, { wait: LONG_TTL_MS, signal: controller.signal }));
-      await asleep(key);
+      const { holder, controller, waiting } = await holderAndCancellableWaiter(locks, key);
       controller.abort(reason);
       expect(await waiting).toBe(reason);
       expect(await holder.release()).toBe(true);

@@ -10,7 +10,7 @@ export interface ReleaseTransport {
 /**
  * A waiter a release of this process has claimed for a direct hand-over (see ReleaseHub.claim). The store
  * must settle it exactly once: `grant` when the lock went to `token`, `decline` otherwise (the waiter then
- * attempts itself, with the same token, so a grant the store could not confirm is renewed, not doubled).
+ * attempts itself; a hand-over the store could not vouch for is taken back first).
  */
 export interface HandoverClaim {
   /** The waiter's lease value. */
@@ -23,10 +23,11 @@ export interface HandoverClaim {
 
 interface Sleeper {
   wake(): void;
-  /** Set when the waiter takes a direct hand-over (a single-key mutex waiter, see HandoverOffer). */
-  readonly offer: HandoverOffer | undefined;
-  /** With an offer: takes the sleeper off its timer and signal, for a hand-over the store will settle. */
-  readonly claim: (() => HandoverClaim) | undefined;
+  /**
+   * Set when the waiter takes a direct hand-over (it made a HandoverOffer): if it still accepts one, takes
+   * it off its timer and signal, for a hand-over the store will settle; undefined when it no longer does.
+   */
+  readonly claim: (() => HandoverClaim | undefined) | undefined;
   /** How many channels the sleeper waits on: a multi-key waiter may still be blocked by another key. */
   readonly span: number;
   /** Woken before the others: a writer queued behind readers (new readers wait behind it anyway). */
@@ -126,10 +127,10 @@ export class ReleaseHub {
   claim(channel: string): HandoverClaim | undefined {
     const state = this.channels.get(channel);
     const sleeper = state?.sleepers[0];
-    if (!state || !sleeper?.offer || !sleeper.claim || sleeper.span !== 1) return undefined;
-    if (state.localStreak >= MAX_LOCAL_HANDOVERS || !sleeper.offer.accepts()) return undefined;
-    state.localStreak++;
-    return sleeper.claim();
+    if (!state || !sleeper?.claim || sleeper.span !== 1 || state.localStreak >= MAX_LOCAL_HANDOVERS) return undefined;
+    const claimed = sleeper.claim();
+    if (claimed) state.localStreak++;
+    return claimed;
   }
 
   /**
@@ -255,14 +256,14 @@ class HubWatch implements ReleaseWatch {
       const sleeper: Sleeper = {
         span: this.states.length,
         first,
-        offer,
         wake: () => {
           this.unusedWake = true;
           finish();
         },
         claim:
           offer &&
-          ((): HandoverClaim => {
+          ((): HandoverClaim | undefined => {
+            if (!offer.accepts()) return undefined;
             // Committed to the hand-over: its answer, not the timer or the signal, ends this sleep (the
             // service releases a grant that came after the signal aborted).
             disarm();
