@@ -11,6 +11,35 @@ export interface ScriptsSent {
 /** Replies decoded as strings, as ioredis' own command methods return them (Buffers otherwise). */
 const REPLY_AS_TEXT = { replyEncoding: 'utf8' } as const;
 
+/** One script call as it goes on the wire: its arguments as strings, and its EVALSHA encoding once made. */
+interface ScriptCallWire {
+  readonly script: LockScript;
+  /** How many of the strings after numkeys are keys: the same strings split otherwise are another call. */
+  readonly keyCount: number;
+  /** `sha numkeys key… arg…`: what is matched and encoded; never handed out, so never changed. */
+  readonly strings: readonly string[];
+  /**
+   * A copy of `strings`, the `args` of every command of this call: ioredis hands a command's arguments out
+   * (`error.command.args`), and what a caller does with them must not change what the memo matches.
+   */
+  readonly args: string[];
+  /**
+   * The RESP encoding of EVALSHA with `strings`, made on first write: every further node's socket takes the
+   * same bytes (A/B: +5% acquisitions per second at 5 nodes over text converted per socket).
+   */
+  evalsha: Buffer | undefined;
+}
+
+/**
+ * The call encoded last. A Redlock round sends one script with the same keys and arguments to every node,
+ * one node after the other in one synchronous loop (and so does its release): every command after the first
+ * finds its arguments and its RESP bytes here instead of building them again. In-process A/B at 5 nodes and
+ * 64 callers: 14-16% less client CPU per acquisition, 6-9% more acquisitions per second. Matched by value
+ * against the strings it holds, never by array identity (a caller may change an array in place and send it
+ * again), so a call never goes out with another's bytes; a miss (one Redis) costs a comparison or two.
+ */
+let lastWire: ScriptCallWire | undefined;
+
 /**
  * One lock script as a single ioredis command, built directly rather than through a defineCommand method.
  * The defined command wraps every call in a Script (argument copies, an options object, a rejection
@@ -24,8 +53,10 @@ const REPLY_AS_TEXT = { replyEncoding: 'utf8' } as const;
  * waiter's attempt it was meant to precede).
  */
 export class ScriptCommand extends Command {
+  private readonly wire: ScriptCallWire;
+
   constructor(
-    private readonly script: LockScript,
+    script: LockScript,
     private readonly sent: ScriptsSent,
     keys: readonly string[],
     args: readonly RedisArgument[],
@@ -36,21 +67,44 @@ export class ScriptCommand extends Command {
     // through Array.prototype.flat (and a check per argument), measured at ~450 of the ~700 ns it takes
     // to build one command; ours are flat strings and numbers by construction.
     super('evalsha', [], REPLY_AS_TEXT);
-    this.args = commandArguments(script.sha, keys, args);
+    this.wire = wireFor(script, keys, args);
+    // Shared with the other commands of the call: ioredis only reads a command's arguments (it rewrites them
+    // for key prefixes and argument transformers, neither of which applies to EVALSHA on our connections).
+    // After an EVAL write, `name` says eval while args[0] stays the SHA (in logs and traces: shorter).
+    this.args = this.wire.args;
   }
 
-  override toWritable(socket: object): string | Buffer {
+  override toWritable(socket: object): Buffer {
+    const wire = this.wire;
     const sent = this.sent.on(socket);
-    if (!sent.has(this.script.sha)) {
-      sent.add(this.script.sha);
+    if (!sent.has(wire.script.sha)) {
+      sent.add(wire.script.sha);
       this.name = 'eval';
-      this.args[0] = this.script.lua;
-    } else if (this.name === 'eval') {
-      this.name = 'evalsha';
-      this.args[0] = this.script.sha;
+      return encode('eval', wire.script.lua, wire.strings);
     }
-    return super.toWritable(socket);
+    this.name = 'evalsha';
+    wire.evalsha ??= encode('evalsha', wire.script.sha, wire.strings);
+    return wire.evalsha;
   }
+}
+
+/** The wire form of a call: the last one's when it is the same call (see lastWire), else a new one. */
+function wireFor(script: LockScript, keys: readonly string[], args: readonly RedisArgument[]): ScriptCallWire {
+  const last = lastWire;
+  if (last?.script === script && last.keyCount === keys.length && sameCall(last.strings, keys, args)) return last;
+  const strings = commandArguments(script.sha, keys, args);
+  const wire: ScriptCallWire = { script, keyCount: keys.length, strings, args: strings.slice(), evalsha: undefined };
+  lastWire = wire;
+  return wire;
+}
+
+/** Whether `strings` (a call's arguments as written) are `keys` and `args`. */
+function sameCall(strings: readonly string[], keys: readonly string[], args: readonly RedisArgument[]): boolean {
+  if (strings.length !== 2 + keys.length + args.length) return false;
+  let at = 2;
+  for (const key of keys) if (strings[at++] !== key) return false;
+  for (const arg of args) if (strings[at++] !== (typeof arg === 'string' ? arg : String(arg))) return false;
+  return true;
 }
 
 /** `sha numkeys key… arg…` as the strings written to Redis (what the base constructor would have made of them). */
@@ -59,4 +113,74 @@ function commandArguments(sha: string, keys: readonly string[], args: readonly R
   for (const key of keys) all.push(key);
   for (const arg of args) all.push(typeof arg === 'string' ? arg : String(arg));
   return all;
+}
+
+/**
+ * RESP: `name`, then `first` and strings[1..] as bulk strings (`first` replaces the SHA: the script itself for
+ * EVAL), written straight into one Buffer of the exact size. Concatenated as text, a command left a chain of
+ * intermediate strings behind (then converted to bytes per socket): measured, the largest share of what a
+ * lock allocated per acquisition.
+ */
+function encode(name: string, first: string, strings: readonly string[]): Buffer {
+  const sizes: number[] = [Buffer.byteLength(first)];
+  let total = 1 + decimalLength(strings.length + 1) + 2 + bulkLength(name.length) + bulkLength(sizes[0]);
+  for (let i = 1; i < strings.length; i++) {
+    sizes.push(Buffer.byteLength(strings[i]));
+    total += bulkLength(sizes[i]);
+  }
+  const bytes = Buffer.allocUnsafe(total);
+  let at = writeHeader(bytes, 0, ASTERISK, strings.length + 1);
+  at = writeBulk(bytes, at, name, name.length);
+  at = writeBulk(bytes, at, first, sizes[0]);
+  for (let i = 1; i < strings.length; i++) at = writeBulk(bytes, at, strings[i], sizes[i]);
+  // Buffer.byteLength and write agree on every string (lone surrogates included) in the Node versions
+  // tested; should a runtime ever disagree, unwritten pool memory must not reach Redis: built as text instead.
+  return at === total ? bytes : Buffer.from(encodeAsText(name, first, strings));
+}
+
+/** The same RESP as text: the slow path of encode(). */
+function encodeAsText(name: string, first: string, strings: readonly string[]): string {
+  let text = `*${strings.length + 1}\r\n$${name.length}\r\n${name}\r\n$${Buffer.byteLength(first)}\r\n${first}\r\n`;
+  for (let i = 1; i < strings.length; i++) text += `$${Buffer.byteLength(strings[i])}\r\n${strings[i]}\r\n`;
+  return text;
+}
+
+const ASTERISK = 0x2a;
+const DOLLAR = 0x24;
+const CR = 0x0d;
+const LF = 0x0a;
+const ZERO = 0x30;
+
+/** Bytes of a bulk string of `size` bytes: `$size\r\n…\r\n`. */
+function bulkLength(size: number): number {
+  return 1 + decimalLength(size) + 2 + size + 2;
+}
+
+function decimalLength(value: number): number {
+  let digits = 1;
+  for (let rest = value; rest >= 10; rest = Math.floor(rest / 10)) digits++;
+  return digits;
+}
+
+/** `<type><value>\r\n` at `at`; returns the offset after it. */
+function writeHeader(bytes: Buffer, at: number, type: number, value: number): number {
+  bytes[at] = type;
+  const digits = decimalLength(value);
+  let rest = value;
+  for (let i = digits; i > 0; i--) {
+    bytes[at + i] = ZERO + (rest % 10);
+    rest = Math.floor(rest / 10);
+  }
+  at += 1 + digits;
+  bytes[at] = CR;
+  bytes[at + 1] = LF;
+  return at + 2;
+}
+
+function writeBulk(bytes: Buffer, at: number, value: string, size: number): number {
+  at = writeHeader(bytes, at, DOLLAR, size);
+  at += bytes.write(value, at, size, 'utf8');
+  bytes[at] = CR;
+  bytes[at + 1] = LF;
+  return at + 2;
 }
