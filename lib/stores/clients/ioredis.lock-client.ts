@@ -67,7 +67,9 @@ export class IoredisLockClient implements LockClient {
   readonly family = 'ioredis';
   private readonly defined = new Set<string>();
   private messageHandler: ((channel: string, message: string) => void) | undefined;
-  private corked = false;
+  /** The socket corked in this tick, if any: uncorked at the tick's end, even if the connection moved on. */
+  private corkedStream: Corkable | undefined;
+  /** Commands written into the cork since it was last flushed (see coalesceWrites). */
   private corkedCommands = 0;
   private closing: Promise<void> | undefined;
   /**
@@ -249,27 +251,34 @@ export class IoredisLockClient implements LockClient {
    * connection; measured: half the throughput at 64 callers, and slower serial calls). The socket is
    * corked at the first command of a tick and uncorked once the tick's callbacks and promise jobs have
    * run, and flushed early every FLUSH_EVERY commands so Redis starts on a burst while the rest is built.
+   * (Writing a tick's first command at once, uncorked, cost Redlock at 5 nodes 10-12% of its throughput
+   * in two A/Bs: one more write and one more wake-up of each server per tick.)
    * Safe because the connection is this adapter's alone: nobody else's commands wait in the cork.
    */
   private coalesceWrites(): void {
-    const stream = this.connection.stream as Partial<Corkable> | undefined;
-    if (typeof stream?.cork !== 'function' || typeof stream.uncork !== 'function') return;
-    if (this.corked) {
+    const corked = this.corkedStream;
+    if (corked) {
       if (++this.corkedCommands >= FLUSH_EVERY) {
-        stream.uncork();
-        stream.cork();
+        corked.uncork();
+        corked.cork();
         this.corkedCommands = 0;
       }
       return;
     }
+    const stream = this.connection.stream as Partial<Corkable> | undefined;
+    if (typeof stream?.cork !== 'function' || typeof stream.uncork !== 'function') return;
     stream.cork();
-    this.corked = true;
+    this.corkedStream = stream as Corkable;
     this.corkedCommands = 1;
-    process.nextTick(() => {
-      this.corked = false;
-      (stream as Corkable).uncork();
-    });
+    process.nextTick(this.endTick);
   }
+
+  /** The tick's end: its corked commands go out in one write. Bound once: no closure per tick. */
+  private readonly endTick = (): void => {
+    const stream = this.corkedStream;
+    this.corkedStream = undefined;
+    stream?.uncork();
+  };
 }
 
 /**
