@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Command } from 'ioredis';
+import { ScriptCommand } from '../../../lib/stores/clients/ioredis-script-command';
 import { epochNow } from '../clock';
 import { isHarnessCommand } from './harness-commands';
 
@@ -64,15 +65,27 @@ export function installClientCommandCounter(): void {
     if (open !== undefined && port !== undefined && open.ports.has(port)) record(open, this);
     return original.call(this, socket);
   };
+  // This library's scripts write their own bytes without the base method (ioredis-script-command.ts), and
+  // decide between EVAL and EVALSHA as they write: counted after, by the name then set. Their first argument
+  // is the script's SHA1 either way.
+  const scripts = ScriptCommand.prototype as unknown as { toWritable(this: Writable, socket: unknown): unknown };
+  const writeScript = scripts.toWritable;
+  scripts.toWritable = function countedScriptToWritable(this: Writable, socket: unknown): unknown {
+    const written = writeScript.call(this, socket);
+    const port = (socket as SocketLike | undefined)?.remotePort;
+    if (open !== undefined && port !== undefined && open.ports.has(port)) record(open, this, String(this.args[0]).toLowerCase());
+    return written;
+  };
 }
 
-function record(count: OpenCount, command: Writable): void {
+/** `sha`: the script's SHA1 when the command names it whatever it writes (this library's ScriptCommand). */
+function record(count: OpenCount, command: Writable, sha?: string): void {
   const name = command.name.toLowerCase();
   if (isHarnessCommand(name)) return;
   count.byName.set(name, (count.byName.get(name) ?? 0) + 1);
   if (name === 'evalsha' || name === 'evalsha_ro' || name === 'eval' || name === 'eval_ro') {
     const first = String(command.args[0]);
-    const sha = name.startsWith('evalsha') ? first.toLowerCase() : bodySha(first);
+    sha ??= name.startsWith('evalsha') ? first.toLowerCase() : bodySha(first);
     count.scriptCalls.set(sha, (count.scriptCalls.get(sha) ?? 0) + 1);
   }
   if (count.timestamps) {

@@ -78,6 +78,13 @@ export function evaluateTargets(results: BenchResults): TargetOutcome[] {
       outcomes.push(notMeasured(target, workload, results));
       continue;
     }
+    // Every acquisition runs a granting script (an acquire, or a hand-over): none counted means the client-side
+    // counter missed this library's commands (it once did, when they stopped going through the method it
+    // wraps), and 0 must not read as the best possible figure.
+    if (measured.some((item) => item.value === 0)) {
+      outcomes.push({ target, measured: '—', met: undefined, verdict: 'not measured (no granting script counted: the client-side count missed them)' });
+      continue;
+    }
     const worst = Math.max(...measured.map((item) => item.value));
     const met = worst <= MAX_ACQUIRE_SCRIPTS_PER_ACQUISITION;
     outcomes.push({
