@@ -74,31 +74,45 @@ describe('Redlock defects over 5 real nodes', () => {
     const sides = await Promise.all([0, 1].map(() => apps.start({ nodes: nodes.option })));
     const key = uniqueKey('hot-two-processes');
     const warmUp = 100;
-    const measured = 1_500;
+    const window = 500;
+    const windows = 3;
     let done = 0;
-    let start: Promise<{ stats: Record<string, number>; done: number }> | undefined;
+    // Redis' counters at the start of each window (and at the end of the last): the acquisitions done while a
+    // snapshot was on its way count half before, half after.
+    const snapshots: Promise<{ stats: Record<string, number>; done: number }>[] = [];
+    const snapshot = (): void => {
+      const sentAt = done;
+      snapshots.push(commandStats(nodes.urls[0]).then((stats) => ({ stats, done: (sentAt + done) / 2 })));
+    };
     await Promise.all(
       Array.from({ length: 16 }, async (_, caller) => {
-        while (done < warmUp + measured) {
+        while (done < warmUp + windows * window) {
           await (await sides[caller % 2].locks.acquire(key, { wait: 60_000 })).release();
-          if (++done === warmUp) {
-            const sentAt = done;
-            start = commandStats(nodes.urls[0]).then((stats) => ({ stats, done: (sentAt + done) / 2 }));
-          }
+          if (++done >= warmUp && (done - warmUp) % window === 0 && done < warmUp + windows * window) snapshot();
         }
       }),
     );
-    const { stats, done: doneAtStart } = await (start as NonNullable<typeof start>);
-    const delta = statsDelta(stats, await commandStats(nodes.urls[0]));
-    const perAcquisition = ((delta.evalsha ?? 0) + (delta.eval ?? 0)) / (done - doneAtStart);
+    snapshot();
+    const marks = await Promise.all(snapshots);
+    const perAcquisition = marks.slice(1).map((mark, i) => {
+      const delta = statsDelta(marks[i].stats, mark.stats);
+      return ((delta.evalsha ?? 0) + (delta.eval ?? 0)) / (mark.done - marks[i].done);
+    });
+    const median = [...perAcquisition].sort((a, b) => a - b)[Math.floor(perAcquisition.length / 2)];
     // A release reaches each process once per node (5 PUBLISH) and as a local hand-over. Before the fixes
     // the hub remembered one token, so interleaved releases were counted again and again (and undos were
     // announced as releases), each time sending waiters to attempt for nothing: 12.6 script calls on a node
     // per acquisition; after: 3.9-4.3 over module-owned connections, 4.8-5.2 over lent node-redis clients
     // (acquire and release, the other process's losing attempt and its undo). The bar sits between the two,
-    // with room for a loaded machine, where the two processes' attempts collide more often.
-    console.log(`Redlock 5, 2 processes x 8 callers: ${perAcquisition.toFixed(2)} script calls on a node per acquisition`);
-    expect(perAcquisition).toBeLessThan(8);
+    // with room for a loaded machine, where the two processes' attempts collide more often. The median of
+    // three windows: a defect inflates every window, while a burst of load on this shared machine (five
+    // servers on two cores: one node lagging behind a release splits the two processes' votes) once read 11.7
+    // over a single 1,500-acquisition window.
+    console.log(
+      `Redlock 5, 2 processes x 8 callers: ${perAcquisition.map((value) => value.toFixed(2)).join(' / ')} script calls on a node per acquisition in ${windows} windows of ${window}`,
+    );
+    expect(marks).toHaveLength(windows + 1);
+    expect(median).toBeLessThan(8);
   });
 
   it('5. a busy verdict does not wait for paused minority nodes (tryAcquire, wait: 0, wait: 1500)', async () => {
