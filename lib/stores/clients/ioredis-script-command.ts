@@ -53,6 +53,8 @@ let lastWire: ScriptCallWire | undefined;
  */
 export class ScriptCommand extends Command {
   private readonly wire: ScriptCallWire;
+  /** Its place in its deadline bucket (Expirable). */
+  deadlineSlot: number | undefined;
 
   constructor(
     script: LockScript,
@@ -67,6 +69,8 @@ export class ScriptCommand extends Command {
     // to build one command; ours are flat strings and numbers by construction.
     super('evalsha', [], REPLY_AS_TEXT);
     this.wire = wireFor(script, keys, args);
+    // Assigned here, with the other fields, so every command has the same shape before its bucket sets it.
+    this.deadlineSlot = undefined;
   }
 
   override toWritable(socket: object): string | Buffer {

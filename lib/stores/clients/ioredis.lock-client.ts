@@ -142,11 +142,11 @@ export class IoredisLockClient implements LockClient {
     const deadline = timeoutMs === undefined ? undefined : expireAfter(command);
     return reply.then(
       (value) => {
-        deadline?.delete(command);
+        deadline?.cancel(command);
         return value;
       },
       (error: Error) => {
-        deadline?.delete(command);
+        deadline?.cancel(command);
         if (!retry || !isNoScript(error)) throw error;
         this.scriptsSent = new WeakMap();
         // The resend has what is left of the caller's time, not a whole timeout of its own.
