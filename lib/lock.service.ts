@@ -398,8 +398,8 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     } finally {
       watch?.close(acquired, vacant);
       // Granted: the intent has done its job. Given up: the readers it kept waiting are told, as by a release.
-      if (queued) {
-        this.writerMarks.delete(value);
+      // Unless shutdown already withdrew it (and cleared the marks): a second withdrawal would announce again.
+      if (queued && this.writerMarks.delete(value)) {
         void this.inFlight.track(this.store.withdraw(names[0], value, !acquired).catch(() => undefined));
       }
     }
