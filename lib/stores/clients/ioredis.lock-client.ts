@@ -4,6 +4,8 @@ import { ScriptCommand, type ScriptsSent } from './ioredis-script-command';
 import type { LockClient, RedisArgument, ReplicatedReply } from './lock-client';
 import type { LockScript } from './lock-script';
 import { quitOrDisconnect } from './quit';
+import { batchRefusal, fitsBatches } from './batch-fit';
+import { BatchedCall, batchArguments, batchScript } from './script-batch';
 import { CommandTimeoutError, expireAfter, withTimeout } from '../shared/with-timeout';
 
 /** A command defineCommand added: `numkeys, ...keys, ...args`. */
@@ -73,6 +75,16 @@ export class IoredisLockClient implements LockClient {
   private corkedCommands = 0;
   private closing: Promise<void> | undefined;
   /**
+   * Whether the server takes batches of script calls (see fitsBatches): unknown until its INFO answered, and
+   * until then every call goes out on its own.
+   */
+  private batches: boolean | undefined;
+  private askingForBatches = false;
+  /** Whether a script call went out in this tick: the tick's later calls then wait in `batched` (see runScript). */
+  private tickOpen = false;
+  /** Script calls of this tick after its first, sent as one batch at the tick's end (or every FLUSH_EVERY). */
+  private batched: BatchedCall[] = [];
+  /**
    * Set when the connection is a `Redis` of the ioredis this library loads (every connection the module
    * makes from options, and the duplicate of a lent client of the same ioredis): its commands can then be
    * built directly (ScriptCommand). A Cluster, iovalkey or another copy of ioredis goes through defineCommand.
@@ -107,8 +119,26 @@ export class IoredisLockClient implements LockClient {
     return this.connection.isCluster === true;
   }
 
+  /**
+   * A direct connection sends a tick's first script call at once (one caller pays nothing for batching) and
+   * queues the tick's later calls, which go out together as one call of the batch script (see script-batch.ts)
+   * at the tick's end: one command, one reply and one dispatch in Redis for many calls, in the order they
+   * were made (every other command flushes the queue first, so nothing overtakes a queued call).
+   */
   runScript(script: LockScript, keys: readonly string[], args: readonly RedisArgument[], timeoutMs?: number): Promise<unknown> {
-    if (this.direct) return this.sendScript(script, keys, args, timeoutMs, true);
+    if (this.direct) {
+      if (this.batches === undefined) this.askWhetherBatchesFit();
+      if (!this.tickOpen) {
+        this.tickOpen = true;
+        process.nextTick(this.endBatchTick);
+        return this.sendScript(script, keys, args, timeoutMs, true);
+      }
+      if (this.batches !== true || script.batchIndex < 1) {
+        this.flushBatch();
+        return this.sendScript(script, keys, args, timeoutMs, true);
+      }
+      return this.queue(script, keys, args, timeoutMs);
+    }
     if (!this.defined.has(script.name)) {
       this.connection.defineCommand(script.name, { lua: script.lua });
       this.defined.add(script.name);
@@ -157,6 +187,120 @@ export class IoredisLockClient implements LockClient {
     );
   }
 
+  /**
+   * Asks the server what it is (INFO), once: batches go only to a standalone Redis (see fitsBatches). A refused
+   * INFO (an ACL, a proxy) means no batches; an INFO that met no server (a connection error) is asked again at
+   * a later call.
+   */
+  private askWhetherBatchesFit(): void {
+    if (this.askingForBatches || this.closing) return;
+    this.askingForBatches = true;
+    (this.connection as unknown as Redis).info().then(
+      (info) => {
+        this.askingForBatches = false;
+        this.batches = fitsBatches(String(info));
+      },
+      (error: Error) => {
+        this.askingForBatches = false;
+        if (error.name === 'ReplyError') this.batches = false;
+      },
+    );
+  }
+
+  /** Queues a call for this tick's batch, its deadline armed now, as a command's is when it is sent. */
+  private queue(script: LockScript, keys: readonly string[], args: readonly RedisArgument[], timeoutMs: number | undefined): Promise<unknown> {
+    const call = new BatchedCall(script, keys, args, timeoutMs ?? Infinity);
+    if (timeoutMs !== undefined) call.deadline = expireAfter(call);
+    this.batched.push(call);
+    if (this.batched.length >= FLUSH_EVERY) {
+      // Written now, not at the tick's end: Redis starts on it while the rest of the tick is built.
+      this.flushBatch();
+      this.flushCork();
+    }
+    return call.promise;
+  }
+
+  /** The tick's end: its queued calls go out. Bound once: no closure per tick. */
+  private readonly endBatchTick = (): void => {
+    this.tickOpen = false;
+    this.flushBatch();
+  };
+
+  /** Sends the queued calls: one alone as its own command, more as one call of the batch script. */
+  private flushBatch(): void {
+    const calls = this.batched;
+    if (calls.length === 0) return;
+    this.batched = [];
+    if (calls.length === 1) {
+      this.sendAlone(calls[0], true);
+      return;
+    }
+    const { keys, args } = batchArguments(calls);
+    let replies: Promise<unknown>;
+    try {
+      this.coalesceWrites();
+      replies = this.connection.sendCommand(new ScriptCommand(batchScript(), this.sentScripts, keys, args, Infinity)) as Promise<unknown>;
+    } catch (error) {
+      for (const call of calls) call.fail(error as Error);
+      return;
+    }
+    replies.then(
+      (reply) => {
+        if (!Array.isArray(reply) || reply.length !== calls.length) {
+          const error = new Error(`batch of ${calls.length} script calls answered ${Array.isArray(reply) ? reply.length : typeof reply} replies`);
+          for (const call of calls) call.fail(error);
+          return;
+        }
+        for (let i = 0; i < calls.length; i++) {
+          const each: unknown = reply[i];
+          if (!(each instanceof Error)) calls[i].settle(each);
+          // A write refused by a read-only replica (a master demoted by a failover): the call wrote nothing, and
+          // alone it is an error reply that ioredis' reconnectOnError sees (the usual recipe reconnects to the
+          // new master and sends the command again), which it never sees nested in a batch's reply.
+          else if (each.message.startsWith('READONLY')) this.sendAlone(calls[i], true);
+          else calls[i].fail(each);
+        }
+      },
+      (error: Error) => {
+        const refusal = batchRefusal(error);
+        if (refusal === 'fail-each') {
+          for (const call of calls) call.fail(error);
+          return;
+        }
+        if (refusal === 'send-each') {
+          // The server lost its scripts (SCRIPT FLUSH): each call goes again on its own, in full.
+          this.scriptsSent = new WeakMap();
+        } else if (this.batches) {
+          this.batches = false;
+          this.logger.warn(`Redis ${this.label}: a batch of script calls was refused (${error.message}); sending each call on its own from now on`);
+        }
+        // In the order they were made, each with what is left of its time.
+        for (const call of calls) {
+          if (performance.now() - call.queuedAt >= call.timeoutMs) call.fail(new CommandTimeoutError(call.timeoutMs));
+          else this.sendAlone(call, refusal !== 'send-each');
+        }
+      },
+    );
+  }
+
+  /**
+   * Sends a queued call as a command of its own, settled by its reply; its deadline stays the one armed when it
+   * was queued. `retry`: once more, in full, on NOSCRIPT.
+   */
+  private sendAlone(call: BatchedCall, retry: boolean): void {
+    let reply: Promise<unknown>;
+    try {
+      reply = this.sendScript(call.script, call.keys, call.args, undefined, retry);
+    } catch (error) {
+      call.fail(error as Error);
+      return;
+    }
+    reply.then(
+      (each) => call.settle(each),
+      (each: Error) => call.fail(each),
+    );
+  }
+
   async runScriptAndWait(
     script: LockScript,
     keys: readonly string[],
@@ -167,6 +311,7 @@ export class IoredisLockClient implements LockClient {
     // A pipeline, not two calls: on a Cluster it is sent whole to the node of its keys (WAIT has none of
     // its own), and ioredis' NOSCRIPT fallback of a defined command would resend the script after WAIT.
     const send = async (byHash: boolean): Promise<[Error | null, unknown][]> => {
+      this.flushBatch();
       const pipeline = this.connection.pipeline();
       if (byHash) pipeline.evalsha(script.sha, keys.length, ...keys, ...args);
       else pipeline.eval(script.lua, keys.length, ...keys, ...args);
@@ -195,10 +340,12 @@ export class IoredisLockClient implements LockClient {
   }
 
   exists(key: string): Promise<number> {
+    this.flushBatch();
     return this.connection.exists(key);
   }
 
   async ping(): Promise<void> {
+    this.flushBatch();
     await this.connection.ping();
   }
 
@@ -228,6 +375,7 @@ export class IoredisLockClient implements LockClient {
   }
 
   close(): Promise<void> {
+    this.flushBatch();
     this.closing ??= this.quit();
     return this.closing;
   }
@@ -256,13 +404,8 @@ export class IoredisLockClient implements LockClient {
    * Safe because the connection is this adapter's alone: nobody else's commands wait in the cork.
    */
   private coalesceWrites(): void {
-    const corked = this.corkedStream;
-    if (corked) {
-      if (++this.corkedCommands >= FLUSH_EVERY) {
-        corked.uncork();
-        corked.cork();
-        this.corkedCommands = 0;
-      }
+    if (this.corkedStream) {
+      if (++this.corkedCommands >= FLUSH_EVERY) this.flushCork();
       return;
     }
     const stream = this.connection.stream as Partial<Corkable> | undefined;
@@ -271,6 +414,15 @@ export class IoredisLockClient implements LockClient {
     this.corkedStream = stream as Corkable;
     this.corkedCommands = 1;
     process.nextTick(this.endTick);
+  }
+
+  /** Writes what the cork holds, and corks again for the rest of the tick. */
+  private flushCork(): void {
+    const corked = this.corkedStream;
+    if (!corked) return;
+    corked.uncork();
+    corked.cork();
+    this.corkedCommands = 0;
   }
 
   /** The tick's end: its corked commands go out in one write. Bound once: no closure per tick. */

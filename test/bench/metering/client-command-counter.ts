@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Command } from 'ioredis';
 import { ScriptCommand } from '../../../lib/stores/clients/ioredis-script-command';
+import { scriptCallShas } from '../../support/script-calls';
 import { epochNow } from '../clock';
 import { isHarnessCommand } from './harness-commands';
 
@@ -8,7 +9,10 @@ import { isHarnessCommand } from './harness-commands';
 export interface ClientCount {
   /** Commands written, by lower-case name (harness commands left out). */
   readonly byName: Readonly<Record<string, number>>;
-  /** EVAL / EVALSHA calls by script SHA1 (an EVAL's is the SHA1 of its body, as Redis computes it). */
+  /**
+   * Script calls by script SHA1 (an EVAL's is the SHA1 of its body, as Redis computes it); a call of this
+   * library's batch script counts as the calls it carries, each by its own script's SHA1.
+   */
   readonly scriptCalls: Readonly<Record<string, number>>;
   /** Sum of byName. */
   readonly total: number;
@@ -67,26 +71,27 @@ export function installClientCommandCounter(): void {
   };
   // This library's scripts write their own bytes without the base method (ioredis-script-command.ts), and
   // decide between EVAL and EVALSHA as they write: counted after, by the name then set. Their first argument
-  // is the script's SHA1 either way.
+  // is the script's SHA1 either way; a batch's calls are named in its arguments (see scriptCallShas).
   const scripts = ScriptCommand.prototype as unknown as { toWritable(this: Writable, socket: unknown): unknown };
   const writeScript = scripts.toWritable;
   scripts.toWritable = function countedScriptToWritable(this: Writable, socket: unknown): unknown {
     const written = writeScript.call(this, socket);
     const port = (socket as SocketLike | undefined)?.remotePort;
-    if (open !== undefined && port !== undefined && open.ports.has(port)) record(open, this, String(this.args[0]).toLowerCase());
+    if (open !== undefined && port !== undefined && open.ports.has(port)) record(open, this, scriptCallShas(this.args as string[]));
     return written;
   };
 }
 
-/** `sha`: the script's SHA1 when the command names it whatever it writes (this library's ScriptCommand). */
-function record(count: OpenCount, command: Writable, sha?: string): void {
+/** `shas`: the SHA1 of each script call the command carries, when it names them whatever it writes (ScriptCommand). */
+function record(count: OpenCount, command: Writable, shas?: readonly string[]): void {
   const name = command.name.toLowerCase();
   if (isHarnessCommand(name)) return;
   count.byName.set(name, (count.byName.get(name) ?? 0) + 1);
   if (name === 'evalsha' || name === 'evalsha_ro' || name === 'eval' || name === 'eval_ro') {
     const first = String(command.args[0]);
-    sha ??= name.startsWith('evalsha') ? first.toLowerCase() : bodySha(first);
-    count.scriptCalls.set(sha, (count.scriptCalls.get(sha) ?? 0) + 1);
+    for (const sha of shas ?? [name.startsWith('evalsha') ? first.toLowerCase() : bodySha(first)]) {
+      count.scriptCalls.set(sha, (count.scriptCalls.get(sha) ?? 0) + 1);
+    }
   }
   if (count.timestamps) {
     if (count.sent === count.sentAt.length) {
