@@ -20,7 +20,7 @@ const SHAPES = lockScript('nestLockTestBatchShapes', "return {1, 'two', {3, {ok 
 
 const logger = new Logger('ScriptBatchTest');
 
-/** Whether the adapter sends batches on its connection yet: asked by its INFO at first use (white box). */
+/** Whether the adapter sends batches on its connection: read from its ready check's INFO (white box). */
 function batchesOn(client: LockClient): boolean {
   return (client as unknown as { batches?: boolean }).batches === true;
 }
@@ -43,7 +43,7 @@ describe('script calls of one tick, batched (ioredis, a connection of the module
     client = createLockClient(server.url, 'batch test', logger);
     // Connected, the scripts sent, the server known to take batches: what a tick meets on a connection in use.
     await client.runScript(GET, [freshKey('warm-up')], []);
-    await eventually(async () => batchesOn(client), 2_000, 'the server known to take batches');
+    expect(batchesOn(client)).toBe(true);
   });
   afterEach(() => client.close());
   afterAll(() => server?.stop());
@@ -150,15 +150,19 @@ describe('script calls of one tick, batched (ioredis, a connection of the module
     // the connection) before it forgets them.
     await Promise.all([client.runScript(SET, [key], ['0']), client.runScript(GET, [key], []), client.runScript(GET, [key], [])]);
     const count = countScriptCalls([server.port]);
-    await server.command('SCRIPT', 'FLUSH');
-    const replies = await Promise.all([
-      client.runScript(SET, [key], ['1']),
-      client.runScript(GET, [key], []),
-      client.runScript(SET, [key], ['2']),
-      client.runScript(GET, [key], []),
-    ]);
+    let replies: unknown[];
+    try {
+      await server.command('SCRIPT', 'FLUSH');
+      replies = await Promise.all([
+        client.runScript(SET, [key], ['1']),
+        client.runScript(GET, [key], []),
+        client.runScript(SET, [key], ['2']),
+        client.runScript(GET, [key], []),
+      ]);
+    } finally {
+      count.stop();
+    }
     expect(replies).toEqual(['1', '1', '2', '2']);
-    count.stop();
     // The first call alone and the batch of three, each answered NOSCRIPT, then the four calls each on its own.
     expect(count.commands).toBe(6);
     expect(count.calls).toBe(8);
@@ -195,10 +199,10 @@ async function startClusterModeNode(): Promise<RedisProcess> {
   return node;
 }
 
-/** After a first call, the client has read the server's INFO and decided against batches. */
+/** After a first call (the connection ready, its ready check's INFO read), the client sends no batches. */
 async function toldNoBatches(client: LockClient): Promise<void> {
   await client.runScript(GET, ['{a}first'], []);
-  await eventually(async () => (client as unknown as { batches?: boolean }).batches === false, 2_000, 'INFO read');
+  expect(batchesOn(client)).toBe(false);
 }
 
 describe('where batches do not fit', () => {
@@ -250,33 +254,41 @@ describe('where batches do not fit', () => {
     }
   });
 
-  it('a READONLY replica: each batched write is sent again alone, so reconnectOnError sees every one', async () => {
+  it('a read-only replica (a master demoted by a failover): every write, batched or alone, fails with READONLY and writes nothing', async () => {
     const replicated = await startMasterWithReplica();
-    const seen: string[] = [];
-    const client = createLockClient(
-      {
-        host: replicated.replica.host,
-        port: replicated.replica.port,
-        reconnectOnError: (error: Error) => {
-          seen.push(error.message);
-          return false;
-        },
-      },
-      'demoted master',
-      logger,
-    );
+    const client = createLockClient({ host: replicated.replica.host, port: replicated.replica.port }, 'demoted master', logger);
     try {
       await client.runScript(GET, ['warm-up'], []);
-      await eventually(async () => batchesOn(client), 2_000, 'the server known to take batches');
-      const outcomes = await Promise.allSettled(['a', 'b', 'c'].map((key) => client.runScript(SET, [key], ['x'])));
+      expect(batchesOn(client)).toBe(true);
+      const keys = ['a', 'b', 'c'].map((label) => freshKey(label));
+      const outcomes = await Promise.allSettled(keys.map((key) => client.runScript(SET, [key], ['x'])));
       for (const outcome of outcomes) {
         expect(outcome.status).toBe('rejected');
         expect(((outcome as PromiseRejectedResult).reason as Error).message).toMatch(/^READONLY/);
       }
-      expect(seen.filter((message) => message.startsWith('READONLY'))).toHaveLength(3);
+      expect(await Promise.all(keys.map((key) => replicated.master.command('EXISTS', key)))).toEqual([0, 0, 0]);
     } finally {
       await client.close();
       await replicated.stop();
+    }
+  });
+
+  it('no ready check (enableReadyCheck: false): the server is not known to be a standalone Redis, so no batches', async () => {
+    const server = await startRedis();
+    const client = createLockClient({ host: server.host, port: server.port, enableReadyCheck: false }, 'no ready check', logger);
+    try {
+      await client.runScript(GET, ['warm-up'], []);
+      expect(batchesOn(client)).toBe(false);
+      const count = countScriptCalls([server.port]);
+      try {
+        expect(await Promise.all(['a', 'b', 'c'].map((key) => client.runScript(SET, [freshKey(key)], [key])))).toEqual(['a', 'b', 'c']);
+      } finally {
+        count.stop();
+      }
+      expect(count.commands).toBe(3);
+    } finally {
+      await client.close();
+      await server.stop();
     }
   });
 });

@@ -47,39 +47,60 @@ interface Written {
 }
 type ToWritable = (this: Written, socket: unknown) => unknown;
 
-/**
- * Counts the script calls every ioredis connection of this process writes to the servers on `ports`, by
- * wrapping `toWritable` (called once per command written to a socket) of ioredis' Command and of this
- * library's ScriptCommand (which writes its own bytes). INFO commandstats cannot tell how many calls a batch
- * carried, and a test that counts attempts per acquisition must see every attempt, batched or not. Always
- * stop() it (in a finally): the wrappers would otherwise outlive the test file.
- */
-export function countScriptCalls(ports: readonly number[]): ScriptCallCount {
-  const counted = new Set(ports);
-  const tally = { calls: 0, commands: 0 };
-  const onCountedSocket = (socket: unknown): boolean => counted.has((socket as { remotePort?: number } | undefined)?.remotePort ?? -1);
+interface Tally {
+  readonly ports: ReadonlySet<number>;
+  calls: number;
+  commands: number;
+}
+
+/** The counts open now: the wrappers are installed while there is one, and taken off with the last. */
+const open = new Set<Tally>();
+let restore: (() => void) | undefined;
+
+function tallyWritten(socket: unknown, calls: () => number): void {
+  const port = (socket as { remotePort?: number } | undefined)?.remotePort;
+  if (port === undefined) return;
+  for (const tally of open) {
+    if (!tally.ports.has(port)) continue;
+    tally.calls += calls();
+    tally.commands++;
+  }
+}
+
+/** Wraps `toWritable` (called once per command written to a socket) of ioredis' Command and of ScriptCommand. */
+function install(): () => void {
   const base = Command.prototype as unknown as { toWritable: ToWritable };
   const ours = ScriptCommand.prototype as unknown as { toWritable: ToWritable };
   const writeCommand = base.toWritable;
   const writeScript = ours.toWritable;
-  const countedCommand: ToWritable = function (this: Written, socket) {
+  base.toWritable = function countedCommand(this: Written, socket) {
     const name = this.name.toLowerCase();
-    if ((name === 'eval' || name === 'evalsha') && onCountedSocket(socket)) {
-      tally.calls++;
-      tally.commands++;
-    }
+    if (name === 'eval' || name === 'evalsha') tallyWritten(socket, () => 1);
     return writeCommand.call(this, socket);
   };
-  const countedScript: ToWritable = function (this: Written, socket) {
+  // ScriptCommand writes its own bytes (it does not call the base method) and names its call as it writes.
+  ours.toWritable = function countedScript(this: Written, socket) {
     const written = writeScript.call(this, socket);
-    if (onCountedSocket(socket)) {
-      tally.calls += scriptCallShas(this.args as string[]).length;
-      tally.commands++;
-    }
+    tallyWritten(socket, () => scriptCallShas(this.args as string[]).length);
     return written;
   };
-  base.toWritable = countedCommand;
-  ours.toWritable = countedScript;
+  return () => {
+    base.toWritable = writeCommand;
+    ours.toWritable = writeScript;
+  };
+}
+
+/**
+ * Counts the script calls every ioredis connection of this process writes to the servers on `ports`.
+ * INFO commandstats cannot tell how many calls a batch carried, and a test that counts attempts per
+ * acquisition must see every attempt, batched or not. What is written is counted: a batch refused as a whole
+ * (NOSCRIPT, CROSSSLOT) counts its calls, and again their resends. Always stop() it (in a finally, or
+ * onTestFinished): the wrappers, shared by the counts open at once, come off with the last one.
+ */
+export function countScriptCalls(ports: readonly number[]): ScriptCallCount {
+  const tally: Tally = { ports: new Set(ports), calls: 0, commands: 0 };
+  restore ??= install();
+  open.add(tally);
   return {
     get calls() {
       return tally.calls;
@@ -91,8 +112,9 @@ export function countScriptCalls(ports: readonly number[]): ScriptCallCount {
       return tally.calls - tally.commands;
     },
     stop() {
-      if (base.toWritable === countedCommand) base.toWritable = writeCommand;
-      if (ours.toWritable === countedScript) ours.toWritable = writeScript;
+      if (!open.delete(tally) || open.size > 0) return;
+      restore?.();
+      restore = undefined;
     },
   };
 }

@@ -1,13 +1,16 @@
+/** The fields of a server's INFO, as ioredis' ready check parses them. */
+export type ServerInfo = Readonly<Record<string, string | undefined>>;
+
 /**
  * Whether a server may be sent batches of script calls (script-batch.ts), from its INFO. A batch declares the
  * keys of many locks, which only one Redis holding every key can run as asked: a Redis Cluster node refuses
- * keys of other slots (CROSSSLOT), and a proxy that routes a script by its first key (twemproxy, Envoy; neither
- * answers INFO) would run every lock of the batch on that key's shard, where other processes would not look for
- * them. So batches go only to a server that says it is a standalone Redis (a Sentinel-managed master is one)
- * with cluster mode off; anything else, or an INFO refused, gets one command per call, as before.
+ * keys of other slots (CROSSSLOT), and a proxy that routes a script by its first key would run every lock of
+ * the batch on that key's shard, where other processes would not look for them. So batches go only to a
+ * server that says it is standalone (`redis_mode`, or Valkey 8's `server_mode`; a Sentinel-managed master is
+ * one) with cluster mode off; anything else, or no INFO, gets one command per call.
  */
-export function fitsBatches(info: string): boolean {
-  return /^redis_mode:standalone\r?$/m.test(info) && /^cluster_enabled:0\r?$/m.test(info);
+export function fitsBatches(info: ServerInfo): boolean {
+  return (info.redis_mode === 'standalone' || info.server_mode === 'standalone') && info.cluster_enabled === '0';
 }
 
 /** What to do with the calls of a batch refused as a whole (none of them ran). */

@@ -4,7 +4,7 @@ import { ScriptCommand, type ScriptsSent } from './ioredis-script-command';
 import type { LockClient, RedisArgument, ReplicatedReply } from './lock-client';
 import type { LockScript } from './lock-script';
 import { quitOrDisconnect } from './quit';
-import { batchRefusal, fitsBatches } from './batch-fit';
+import { type ServerInfo, batchRefusal, fitsBatches } from './batch-fit';
 import { BatchedCall, batchArguments, batchScript } from './script-batch';
 import { CommandTimeoutError, expireAfter, withTimeout } from '../shared/with-timeout';
 
@@ -50,6 +50,11 @@ interface ClusterDuplicate {
   duplicate(startupNodes: never[], override: Record<string, unknown>): IoredisConnection;
 }
 
+/** ioredis' ready check (Redis.prototype._readyCheck in ioredis 5 and 6): INFO, parsed, before a connection is ready. */
+interface ReadyChecked {
+  _readyCheck?: (callback: (error: Error | null | undefined, info?: ServerInfo) => void) => void;
+}
+
 interface Corkable {
   cork(): void;
   uncork(): void;
@@ -75,11 +80,12 @@ export class IoredisLockClient implements LockClient {
   private corkedCommands = 0;
   private closing: Promise<void> | undefined;
   /**
-   * Whether the server takes batches of script calls (see fitsBatches): unknown until its INFO answered, and
-   * until then every call goes out on its own.
+   * Whether the server takes batches of script calls (see fitsBatches), from the INFO of ioredis' ready check
+   * on each (re)connection (see readBatchFit): until then, and without a ready check, every call goes alone.
    */
-  private batches: boolean | undefined;
-  private askingForBatches = false;
+  private batches = false;
+  /** Set once a batch was refused as a server that shards would (CROSSSLOT, MOVED, ASK): no batches again. */
+  private batchesRefused = false;
   /** Whether a script call went out in this tick: the tick's later calls then wait in `batched` (see runScript). */
   private tickOpen = false;
   /** Script calls of this tick after its first, sent as one batch at the tick's end (or every FLUSH_EVERY). */
@@ -113,6 +119,25 @@ export class IoredisLockClient implements LockClient {
     connection.on('error', (error: Error) => logger.warn(`Redis ${label}: ${error.message}`));
     connection.on('message', (channel: string, message: string) => this.messageHandler?.(channel, message));
     this.direct = connection instanceof Redis;
+    if (this.direct) this.readBatchFit(connection as unknown as ReadyChecked);
+  }
+
+  /**
+   * Reads whether the server takes batches from the INFO that ioredis' ready check sends on every connection
+   * and reconnection, before any command of ours is written: no command of its own (a probe would be one
+   * more command a proxy may choke on: twemproxy closes a connection on a command it does not know, and
+   * ioredis would resend it after every reconnect), and a failover to another kind of server is noticed. The
+   * wrapper is set on this adapter's own connection only. No ready check (enableReadyCheck: false, an INFO the
+   * ACL refuses, another ioredis whose check differs): no batches.
+   */
+  private readBatchFit(connection: ReadyChecked): void {
+    const readyCheck = connection._readyCheck;
+    if (typeof readyCheck !== 'function') return;
+    connection._readyCheck = (callback) =>
+      readyCheck.call(connection, (error, info) => {
+        this.batches = !this.batchesRefused && error == null && typeof info === 'object' && info !== null && fitsBatches(info);
+        callback(error, info);
+      });
   }
 
   get isCluster(): boolean {
@@ -127,7 +152,6 @@ export class IoredisLockClient implements LockClient {
    */
   runScript(script: LockScript, keys: readonly string[], args: readonly RedisArgument[], timeoutMs?: number): Promise<unknown> {
     if (this.direct) {
-      if (this.batches === undefined) this.askWhetherBatchesFit();
       if (!this.tickOpen) {
         this.tickOpen = true;
         process.nextTick(this.endBatchTick);
@@ -187,26 +211,6 @@ export class IoredisLockClient implements LockClient {
     );
   }
 
-  /**
-   * Asks the server what it is (INFO), once: batches go only to a standalone Redis (see fitsBatches). A refused
-   * INFO (an ACL, a proxy) means no batches; an INFO that met no server (a connection error) is asked again at
-   * a later call.
-   */
-  private askWhetherBatchesFit(): void {
-    if (this.askingForBatches || this.closing) return;
-    this.askingForBatches = true;
-    (this.connection as unknown as Redis).info().then(
-      (info) => {
-        this.askingForBatches = false;
-        this.batches = fitsBatches(String(info));
-      },
-      (error: Error) => {
-        this.askingForBatches = false;
-        if (error.name === 'ReplyError') this.batches = false;
-      },
-    );
-  }
-
   /** Queues a call for this tick's batch, its deadline armed now, as a command's is when it is sent. */
   private queue(script: LockScript, keys: readonly string[], args: readonly RedisArgument[], timeoutMs: number | undefined): Promise<unknown> {
     const call = new BatchedCall(script, keys, args, timeoutMs ?? Infinity);
@@ -253,12 +257,10 @@ export class IoredisLockClient implements LockClient {
         }
         for (let i = 0; i < calls.length; i++) {
           const each: unknown = reply[i];
-          if (!(each instanceof Error)) calls[i].settle(each);
-          // A write refused by a read-only replica (a master demoted by a failover): the call wrote nothing, and
-          // alone it is an error reply that ioredis' reconnectOnError sees (the usual recipe reconnects to the
-          // new master and sends the command again), which it never sees nested in a batch's reply.
-          else if (each.message.startsWith('READONLY')) this.sendAlone(calls[i], true);
-          else calls[i].fail(each);
+          // An error nested in the reply is the call's own; ioredis' reconnectOnError never sees it (see the
+          // README: a READONLY fails the call, as it would a lone command sent a moment before the reconnect).
+          if (each instanceof Error) calls[i].fail(each);
+          else calls[i].settle(each);
         }
       },
       (error: Error) => {
@@ -270,7 +272,8 @@ export class IoredisLockClient implements LockClient {
         if (refusal === 'send-each') {
           // The server lost its scripts (SCRIPT FLUSH): each call goes again on its own, in full.
           this.scriptsSent = new WeakMap();
-        } else if (this.batches) {
+        } else if (!this.batchesRefused) {
+          this.batchesRefused = true;
           this.batches = false;
           this.logger.warn(`Redis ${this.label}: a batch of script calls was refused (${error.message}); sending each call on its own from now on`);
         }
