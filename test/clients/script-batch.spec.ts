@@ -291,4 +291,18 @@ describe('where batches do not fit', () => {
       await server.stop();
     }
   });
+
+  it('a connection that drops sends no batches until the ready check of the next one says so', async () => {
+    const server = await startRedis();
+    const client = createLockClient(server.url, 'dropped', logger);
+    try {
+      await client.runScript(GET, ['warm-up'], []);
+      expect(batchesOn(client)).toBe(true);
+      await server.stop();
+      // Calls made while it reconnects wait in ioredis' offline queue for whatever server answers next.
+      await eventually(async () => !batchesOn(client), 5_000, 'batches off once the connection closed');
+    } finally {
+      await client.close();
+    }
+  });
 });

@@ -51,8 +51,9 @@ interface ClusterDuplicate {
 }
 
 /** ioredis' ready check (Redis.prototype._readyCheck in ioredis 5 and 6): INFO, parsed, before a connection is ready. */
+type ReadyCheckCallback = (error: Error | null | undefined, info?: ServerInfo) => void;
 interface ReadyChecked {
-  _readyCheck?: (callback: (error: Error | null | undefined, info?: ServerInfo) => void) => void;
+  _readyCheck?: (callback: ReadyCheckCallback) => void;
 }
 
 interface Corkable {
@@ -119,7 +120,7 @@ export class IoredisLockClient implements LockClient {
     connection.on('error', (error: Error) => logger.warn(`Redis ${label}: ${error.message}`));
     connection.on('message', (channel: string, message: string) => this.messageHandler?.(channel, message));
     this.direct = connection instanceof Redis;
-    if (this.direct) this.readBatchFit(connection as unknown as ReadyChecked);
+    if (this.direct) this.readBatchFit(connection as ReadyChecked & IoredisConnection);
   }
 
   /**
@@ -130,14 +131,29 @@ export class IoredisLockClient implements LockClient {
    * wrapper is set on this adapter's own connection only. No ready check (enableReadyCheck: false, an INFO the
    * ACL refuses, another ioredis whose check differs): no batches.
    */
-  private readBatchFit(connection: ReadyChecked): void {
+  private readBatchFit(connection: ReadyChecked & IoredisConnection): void {
     const readyCheck = connection._readyCheck;
     if (typeof readyCheck !== 'function') return;
-    connection._readyCheck = (callback) =>
-      readyCheck.call(connection, (error, info) => {
-        this.batches = !this.batchesRefused && error == null && typeof info === 'object' && info !== null && fitsBatches(info);
-        callback(error, info);
-      });
+    // ioredis checks again while the server loads its data, through this wrapper with the callback it was given.
+    const ours = new WeakSet<ReadyCheckCallback>();
+    connection._readyCheck = (callback) => {
+      if (ours.has(callback)) return readyCheck.call(connection, callback);
+      const read: ReadyCheckCallback = (error, info) => {
+        try {
+          this.batches = !this.batchesRefused && error == null && typeof info === 'object' && info !== null && fitsBatches(info);
+        } finally {
+          callback(error, info);
+        }
+      };
+      ours.add(read);
+      return readyCheck.call(connection, read);
+    };
+    // Until the next ready check, no batches: calls made while the connection is down wait in ioredis' offline
+    // queue, and go to whatever server it reconnects to (a batch already written and resent after a reconnect
+    // is the one exception, see the README).
+    connection.on('close', () => {
+      this.batches = false;
+    });
   }
 
   get isCluster(): boolean {
