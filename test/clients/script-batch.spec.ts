@@ -5,7 +5,7 @@ import { eventually } from '../support/eventually';
 import { startMasterWithReplica } from '../support/redis-sentinel';
 import { type RedisProcess, startRedis } from '../support/redis-server';
 import { commandStats, statsDelta } from '../support/redis-stats';
-import { countScriptCalls } from '../support/script-calls';
+import { type ScriptCallCount, countScriptCalls } from '../support/script-calls';
 
 const SET = lockScript('nestLockTestBatchSet', "redis.call('SET', KEYS[1], ARGV[1]) return ARGV[1]");
 const GET = lockScript('nestLockTestBatchGet', "return redis.call('GET', KEYS[1])");
@@ -19,6 +19,16 @@ const NOTHING = lockScript('nestLockTestBatchNothing', "redis.call('SET', KEYS[1
 const SHAPES = lockScript('nestLockTestBatchShapes', "return {1, 'two', {3, {ok = 'FOUR'}}, false}");
 
 const logger = new Logger('ScriptBatchTest');
+
+/** Runs `calls` while counting the script calls written to `port`: the count stops however `calls` ends. */
+async function counting<T>(port: number, calls: () => Promise<T>): Promise<{ result: T; count: ScriptCallCount }> {
+  const count = countScriptCalls([port]);
+  try {
+    return { result: await calls(), count };
+  } finally {
+    count.stop();
+  }
+}
 
 /** Whether the adapter sends batches on its connection: read from its ready check's INFO (white box). */
 function batchesOn(client: LockClient): boolean {
@@ -212,13 +222,10 @@ describe('where batches do not fit', () => {
     try {
       await toldNoBatches(client);
       // {a}, {b} and {c} hash to three slots: one batch of them would be refused (CROSSSLOT).
-      const count = countScriptCalls([node.port]);
-      try {
-        const replies = await Promise.all(['{a}', '{b}', '{c}'].map((tag, i) => client.runScript(SET, [`${tag}key`], [String(i)])));
-        expect(replies).toEqual(['0', '1', '2']);
-      } finally {
-        count.stop();
-      }
+      const { result: replies, count } = await counting(node.port, () =>
+        Promise.all(['{a}', '{b}', '{c}'].map((tag, i) => client.runScript(SET, [`${tag}key`], [String(i)]))),
+      );
+      expect(replies).toEqual(['0', '1', '2']);
       expect(count.calls).toBe(3);
       expect(count.commands).toBe(3);
     } finally {
@@ -279,12 +286,10 @@ describe('where batches do not fit', () => {
     try {
       await client.runScript(GET, ['warm-up'], []);
       expect(batchesOn(client)).toBe(false);
-      const count = countScriptCalls([server.port]);
-      try {
-        expect(await Promise.all(['a', 'b', 'c'].map((key) => client.runScript(SET, [freshKey(key)], [key])))).toEqual(['a', 'b', 'c']);
-      } finally {
-        count.stop();
-      }
+      const { result: replies, count } = await counting(server.port, () =>
+        Promise.all(['a', 'b', 'c'].map((key) => client.runScript(SET, [freshKey(key)], [key]))),
+      );
+      expect(replies).toEqual(['a', 'b', 'c']);
       expect(count.commands).toBe(3);
     } finally {
       await client.close();
