@@ -1,5 +1,6 @@
 import type { Logger } from '@nestjs/common';
 import { LockLostError } from '../errors';
+import { MIN_TTL_MS } from '../lock.constants';
 import type { LockKeyNames, LockShape, LockStore } from '../stores/lock-store.interface';
 import type { RenewalScheduler, ScheduledTask } from './renewal-scheduler';
 
@@ -57,6 +58,11 @@ export class Lease implements ScheduledTask {
   private extensionsSent = 0;
   private extensionApplied = 0;
   private controller: AbortController | undefined;
+  /**
+   * Set once maxHold caps renewals (a renewal shortened to end at maxHold, or none left worth sending): the
+   * validity that runs out after that is maxHold's doing, not a failed renewal's.
+   */
+  private cappedByMaxHold = false;
   private lostReason: LockLostError | undefined;
   private lostWhy: string | undefined;
 
@@ -154,24 +160,33 @@ export class Lease implements ScheduledTask {
     if (this.state !== 'held') return;
     const now = performance.now();
     if (now >= this.validUntil) {
-      this.lose(
-        !this.terms.autoExtend || now >= this.terms.holdUntil
-          ? 'its lease ran out (auto-extension off, or maxHold reached)'
-          : 'it was not renewed before its validity ended (Redis unreachable, or the event loop blocked)',
-      );
+      let why = 'it was not renewed before its validity ended (Redis unreachable, or the event loop blocked)';
+      if (!this.terms.autoExtend) why = 'its lease ran out (auto-extension off)';
+      else if (this.cappedByMaxHold || now >= this.terms.holdUntil) why = 'its lease ran out: maxHold reached';
+      this.lose(why);
       return;
     }
     if (!this.renewing && this.renewable() && performance.now() >= this.renewAt) void this.renew();
     this.reschedule();
   }
 
+  /**
+   * Whether a renewal is still due: auto-extension on, and enough time left before maxHold for a renewal to
+   * be worth sending (one shorter than the shortest ttl would, after drift and the round trip, leave no
+   * validity: its "not extended" answer would read as a lost lease).
+   */
   private renewable(): boolean {
-    return this.terms.autoExtend && performance.now() < this.terms.holdUntil;
+    if (!this.terms.autoExtend) return false;
+    if (this.terms.holdUntil - performance.now() >= MIN_TTL_MS) return true;
+    this.cappedByMaxHold = true;
+    return false;
   }
 
   private async renew(): Promise<void> {
     this.renewing = true;
     const ttl = Math.min(this.terms.ttl, this.terms.holdUntil - performance.now());
+    // The last renewal, shortened to end at maxHold.
+    if (ttl < this.terms.ttl) this.cappedByMaxHold = true;
     const sequence = ++this.extensionsSent;
     let validUntil: number | null;
     try {
@@ -190,7 +205,14 @@ export class Lease implements ScheduledTask {
     }
     this.renewing = false;
     if (this.state !== 'held') return;
-    if (validUntil === null) this.lose('the lease was gone when renewing it (expired, deleted or taken)');
+    if (validUntil === null) {
+      // A renewal shortened to end at maxHold leaves little validity: an answer that came after it is no news of a loss.
+      this.lose(
+        this.cappedByMaxHold
+          ? 'its lease ran out: maxHold reached (its last renewal, shortened to end at maxHold, was not confirmed in time)'
+          : 'the lease was gone when renewing it (expired, deleted or taken)',
+      );
+    }
     else this.renewed(validUntil, this.terms.ttl, sequence);
   }
 

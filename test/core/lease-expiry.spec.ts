@@ -35,6 +35,21 @@ describe.each(storeRows())('lease expiry (%s store)', (_name, fixture) => {
     expect(await staleSide.isLocked(key)).toBe(false);
   });
 
+  it.each([
+    [300, 500],
+    [150, 400],
+  ])('an auto-extended lock (ttl %i) ends at maxHold %i, and says so: not a renewal failure', async (ttl, maxHold) => {
+    const [locks] = await twoLockServices(store, apps);
+    const lock = await locks.acquire(uniqueKey('max-hold'), { ttl, maxHold });
+    const lost = new Promise<unknown>((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason), { once: true }));
+    const reason = await Promise.race([lost, sleep(maxHold + 2_000).then(() => 'no abort')]);
+    // Before: "not renewed before its validity ended (Redis unreachable…)" or "the lease was gone when renewing
+    // it" in most runs, sending operators to look at Redis (fresh-user trial 3, finding 4).
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect((reason as LockLostError).message).toContain('maxHold reached');
+    expect(await lock.release()).toBe(false);
+  });
+
   it('release() is idempotent: true once, then false', async () => {
     const [locks] = await twoLockServices(store, apps);
     const lock = await locks.acquire(uniqueKey('twice'));
