@@ -4,7 +4,7 @@ import { createClient, createCluster } from 'redis';
 import { createClient as createClientV4 } from 'redis-v4';
 import { LockOptionsError } from './errors';
 import { LOCK_DEFAULTS, resolveCallSettings, resolveLockOptions } from './lock-options.resolver';
-import type { LockModuleOptions } from './lock-options.interface';
+import type { AcquireOptions, LockModuleOptions } from './lock-options.interface';
 
 describe('resolveLockOptions', () => {
   it('fills the documented defaults', () => {
@@ -106,6 +106,13 @@ describe('resolveCallSettings', () => {
     expect(resolveCallSettings(module, { ttl: 50, wait: 0 })).toMatchObject({ ttl: 50, wait: 0, reentrant: true });
     expect(() => resolveCallSettings(module, { ttl: -1 })).toThrow(LockOptionsError);
     expect(() => resolveCallSettings(module, { signal: {} as AbortSignal })).toThrow(LockOptionsError);
+  });
+
+  it('refuses an option AcquireOptions does not have, as the module options do (before: ignored)', () => {
+    const misspelt = { tll: 100 } as AcquireOptions;
+    expect(() => resolveCallSettings(module, misspelt)).toThrow(LockOptionsError);
+    expect(() => resolveCallSettings(module, misspelt)).toThrow(/'tll': 100.*one of the options: ttl, wait/);
+    expect(resolveCallSettings(module, { ttl: 100, label: 'x', signal: undefined }).ttl).toBe(100);
   });
 
   it("holds a call's ttl to 3 × the module's minReplicas.timeout (a renewal may wait that long)", () => {

@@ -136,6 +136,7 @@ export function resolveCallSettings(module: ResolvedLockOptions, call: AcquireOp
   if (typeof call !== 'object' || call === null) {
     throw new LockOptionsError('options', call, 'an object of AcquireOptions');
   }
+  checkAcquireOptionNames(call);
   const signal = call.signal;
   if (signal !== undefined && !(signal instanceof AbortSignal)) {
     throw new LockOptionsError('signal', signal, 'an AbortSignal');
@@ -156,6 +157,32 @@ export function resolveCallSettings(module: ResolvedLockOptions, call: AcquireOp
     signal,
     shape: shapeOf(call.limit, call.mode),
   };
+}
+
+/** What AcquireOptions may name: anything else is a typo that would otherwise be ignored (`tll`, `wiat`). */
+const ACQUIRE_OPTIONS: ReadonlySet<string> = new Set<keyof AcquireOptions>([
+  'ttl',
+  'wait',
+  'autoExtend',
+  'maxHold',
+  'minHold',
+  'reentrant',
+  'limit',
+  'mode',
+  'label',
+  'signal',
+]);
+
+/**
+ * LockOptionsError for an option AcquireOptions does not have, as the module's options are checked. TypeScript
+ * catches it only in an object literal: options spread from a config object, or from JavaScript, are not.
+ */
+export function checkAcquireOptionNames(options: object): void {
+  for (const option in options) {
+    if (!ACQUIRE_OPTIONS.has(option)) {
+      throw new LockOptionsError(option, (options as Record<string, unknown>)[option], `one of the options: ${[...ACQUIRE_OPTIONS].join(', ')}`);
+    }
+  }
 }
 
 /**

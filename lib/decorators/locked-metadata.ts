@@ -1,6 +1,7 @@
 import { LockOptionsError } from '../errors';
 import { compileLockKey, type CompiledLockKey } from '../keys/key-template';
 import type { AcquireOptions, LockedOptions } from '../lock-options.interface';
+import { checkAcquireOptionNames } from '../lock-options.resolver';
 
 /** What @Locked records on a method (under LOCKED_METADATA), parsed once when the decorator is applied. */
 export interface LockedMetadata {
@@ -19,5 +20,7 @@ export function createLockedMetadata(key: unknown, options: LockedOptions | unde
   if (onBusy !== 'throw' && onBusy !== 'skip') {
     throw new LockOptionsError('onBusy', onBusy, "'throw' or 'skip'");
   }
+  // A misspelt option fails the class as it loads, not each call.
+  checkAcquireOptionNames(acquireOptions);
   return { key: compileLockKey(key), acquireOptions, onBusy };
 }

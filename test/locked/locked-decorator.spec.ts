@@ -115,6 +115,8 @@ describe('@Locked refuses, when the class is defined, what cannot work', () => {
     ['an unknown root', () => Locked('order:{request.id}'), /starts with "request"/],
     ['an empty key array', () => Locked([]), /at least one key template/],
     ['an unknown onBusy', () => Locked('job', { onBusy: 'later' as 'skip' }), /'onBusy': "later"/],
+    // Spread from a config object, a typo slips past TypeScript; before, it was ignored (fresh-user trial 3).
+    ['a misspelt option', () => Locked('job', { ...({ wiat: 0 } as object) }), /'wiat': 0.*one of the options: ttl, wait/],
   ])('%s', (_what, decorator, message) => {
     expect(define(decorator)).toThrow(LockOptionsError);
     expect(define(decorator)).toThrow(message);
