@@ -87,6 +87,14 @@ export type LockedOptions = AcquireOptions & {
   onBusy?: 'throw' | 'skip';
 };
 
+/**
+ * What a `LockModule.forRootAsync({ useClass | useExisting })` class implements: Nest's ConfigurableModuleBuilder
+ * calls its `create()` (not `createLockOptions()`).
+ */
+export interface LockOptionsFactory {
+  create(): LockModuleOptions | Promise<LockModuleOptions>;
+}
+
 export interface LockModuleOptions {
   /** One Redis deployment (standalone, Sentinel or Cluster). Exclusive with `nodes`. */
   redis?: RedisConnection;

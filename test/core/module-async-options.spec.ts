@@ -1,6 +1,6 @@
-import { ConfigurableModuleOptionsFactory, ConsoleLogger, DynamicModule, Injectable, Module } from '@nestjs/common';
+import { ConsoleLogger, DynamicModule, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { LockModule, LockModuleOptions, LockNotAcquiredError, LockService } from '../../lib';
+import { LockModule, LockModuleOptions, LockNotAcquiredError, type LockOptionsFactory, LockService } from '../../lib';
 import { uniqueKey } from '../support/lock-app';
 import { StoreUnderTest, storeRows } from '../support/store-matrix';
 import { rejectionOf } from './helpers/timing';
@@ -19,9 +19,9 @@ class LockSettings {
 @Module({ providers: [LockSettings], exports: [LockSettings] })
 class SettingsModule {}
 
-/** The useClass / useExisting form: Nest calls create() on it. */
+/** The useClass / useExisting form: Nest calls create() on it (the library's LockOptionsFactory). */
 @Injectable()
-class LockOptionsFromSettings implements ConfigurableModuleOptionsFactory<LockModuleOptions, 'create'> {
+class LockOptionsFromSettings implements LockOptionsFactory {
   constructor(private readonly settings: LockSettings) {}
   create(): LockModuleOptions {
     return this.settings.lockOptions();
