@@ -130,7 +130,7 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
     if (routeHandler && metadata.key.kind === 'argument') {
       throw new LockOptionsError(
         `@Locked key of ${label}`,
-        metadata.key.description,
+        givenKey(metadata.key.description),
         'request placeholders on a route handler ({params.id}, {query.x}, {body.x}, {headers.x}, {user.id}, {data.x}), ' +
           'not argument placeholders ({0}): the lock is taken before the handler arguments exist',
       );
@@ -138,7 +138,7 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
     if (!routeHandler && metadata.key.kind === 'route') {
       throw new LockOptionsError(
         `@Locked key of ${label}`,
-        metadata.key.description,
+        givenKey(metadata.key.description),
         'argument placeholders on a provider method ({0}, {1.accountId}); request placeholders only work on route handlers',
       );
     }
@@ -167,4 +167,13 @@ function instancesOf(wrapper: InstanceWrapper): object[] {
   const candidates: unknown[] = [wrapper.instance];
   if (wrapper.isTransient) candidates.push(...wrapper.getStaticTransientInstances().map((item) => item?.instance));
   return candidates.filter((item): item is object => typeof item === 'object' && item !== null);
+}
+
+/** The key as @Locked was given it (its description is the template as JSON), so an error quotes it once. */
+function givenKey(description: string): unknown {
+  try {
+    return JSON.parse(description);
+  } catch {
+    return description;
+  }
 }

@@ -11,10 +11,7 @@ export class LockUnavailableError extends LockError {
     detail: string,
     options?: { cause?: unknown },
   ) {
-    super(
-      `Lock store unavailable for ${formatKeys(keys)}: ${detail}. ` +
-        `Check that Redis is reachable.`,
-      options,
-    );
+    // Without keys (a health check's ping, a subscription): the store as such, not "for no keys".
+    super(`Lock store unavailable${keys.length > 0 ? ` for ${formatKeys(keys)}` : ''}: ${detail}. Check that Redis is reachable.`, options);
   }
 }

@@ -294,6 +294,8 @@ describe('@Locked checks at bootstrap', () => {
     const failure = startLockedApp(redis.url, { providers: [MisusedService] });
     await expect(failure).rejects.toThrow(LockOptionsError);
     await expect(failure).rejects.toThrow(/MisusedService\.run.*argument placeholders/);
+    // The template quoted once (before: "\"order:{params.id}\"").
+    await expect(failure).rejects.toThrow(`'@Locked key of MisusedService.run': "order:{params.id}".`);
   });
 
   it('refuses argument placeholders on a route handler', async () => {
