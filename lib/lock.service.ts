@@ -385,7 +385,12 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
           watch = await this.watchReleases(names, keys);
           continue;
         }
-        if (watch.seen !== seenBefore) continue;
+        // A release seen meanwhile may have come after this attempt reached the nodes: attempt again at once,
+        // unless it was of an earlier grant than the one that refused the attempt (see refusedBy). Every
+        // waiter of the process whose attempt was in flight sees the same release: were they all to attempt
+        // again, none would ever sleep, and a hot key would keep them attempting in step, 8 or so attempts
+        // (and their undos) for each grant, while the other processes' waiters lose every race.
+        if (watch.releasedSince(seenBefore, outcome.refusedBy)) continue;
         let fallback = outcome.retryAfter > 0 ? outcome.retryAfter : settings.ttl;
         // A writer's "waiting" mark lasts one of its ttl, and each attempt renews it: a writer sleeping until
         // the readers' longer leases end would let it lapse, and new readers in ahead of it (review M1).

@@ -73,6 +73,12 @@ export type AcquireOutcome =
        * it). Its next attempts say `queued`, and `withdraw` removes the intent when it is done waiting.
        */
       readonly queued?: boolean;
+      /**
+       * The grants the refusing nodes named, when the key is held on a quorum (Redlock); undefined when
+       * unknown (permits, foreign data, nodes split between attempts). A release seen during this attempt
+       * that is none of them came before they were granted, and freed nothing for it (see releasedSince).
+       */
+      readonly refusedBy?: readonly string[];
     };
 
 /** A granted outcome: what an attempt, or a hand-over (see HandoverOffer), gives the waiter. */
@@ -166,6 +172,12 @@ export interface ReleaseWatch {
    * after. Reading it also marks a wake-up this waiter received as used.
    */
   readonly seen: number;
+  /**
+   * Whether a release seen since `seen` read `mark` may have freed the keys for an attempt refused by the
+   * grants `refusedBy` (see AcquireOutcome): only a release of one of them can, or one without a token, or
+   * one the watch no longer remembers. Without `refusedBy`, any release. Unlike `seen`, marks nothing.
+   */
+  releasedSince(mark: number, refusedBy: readonly string[] | undefined): boolean;
   /** Resolves once a release announced from now on is certain to be seen. */
   ready(): Promise<void>;
   /**

@@ -22,15 +22,10 @@ function vitest(label, suites, env) {
 }
 
 vitest('core suite, a row per client family', ['test/core'], { LOCK_TEST_CLIENTS: 'all' });
-/**
- * Left out here: defect 6's cross-process count of script calls per hot-key acquisition (npm test runs it over
- * module-owned connections). Over lent node-redis clients it is bimodal — 4-5 in most runs, 12-14 in about
- * one run in five, where the two processes' attempts keep splitting the nodes — which is open, and a count,
- * not a safety property.
- */
-const SKIPPED = 'hot key across two processes';
-
+// The whole Redlock suite, defect 6's cross-process count of script calls per hot-key acquisition included: it
+// was left out here while it read 12-14 in one run of two to five over lent node-redis clients (one process's
+// waiters retrying in step after every release they saw, none ever sleeping; fixed, see AcquireOutcome.refusedBy).
 for (const family of FAMILIES) {
-  vitest(`Redlock suite over ${family} clients`, ['test/redlock', '-t', `^(?!.*${SKIPPED})`], { LOCK_TEST_REDLOCK_CLIENT: family });
+  vitest(`Redlock suite over ${family} clients`, ['test/redlock'], { LOCK_TEST_REDLOCK_CLIENT: family });
 }
 console.log(`\nclients: core and Redlock suites passed with ${FAMILIES.join(', ')}`);

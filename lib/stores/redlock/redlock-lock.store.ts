@@ -222,7 +222,10 @@ export class RedlockLockStore implements LockStore {
       const partialGrantsEnd = Math.ceil(timeout * (0.5 + Math.random()));
       return { acquired: false, retryAfter: leasesEnd >= 0 ? Math.min(leasesEnd, partialGrantsEnd) : partialGrantsEnd, queued };
     }
-    return { acquired: false, retryAfter: this.retryAfter(busy, failed, quorum), queued };
+    // A quorum holds the key: only a release of a grant that refused this attempt can free it for the waiter
+    // (see AcquireOutcome.refusedBy), when every refusal named its grant.
+    const refusedBy = mistakes.length === 0 && !holders.has('') ? [...holders.keys()] : undefined;
+    return { acquired: false, retryAfter: this.retryAfter(busy, failed, quorum), queued, refusedBy };
   }
 
   /**

@@ -236,3 +236,43 @@ describe('ReleaseHub', () => {
     });
   });
 });
+
+describe('ReleaseWatch.releasedSince: whether a refused waiter attempts again at once', () => {
+  it('only for a release of a grant that refused it, one without a token, or one the window forgot', () => {
+    const { hub } = hubWithLog();
+    const key = names('k');
+    const watch = hub.watch([key]);
+    const mark = watch.seen;
+    expect(watch.releasedSince(mark, ['holder-B'])).toBe(false);
+    // An earlier grant's release, counted while the attempt was refused by holder B: it freed nothing for it.
+    hub.announce(key.channel, 'holder-A');
+    hub.announce(key.channel, 'holder-A');
+    expect(watch.releasedSince(mark, ['holder-B'])).toBe(false);
+    // Without the holders that refused it (another store, a permit): any release, as before.
+    expect(watch.releasedSince(mark, undefined)).toBe(true);
+    // The refusing grant's own release.
+    hub.announce(key.channel, 'holder-B');
+    expect(watch.releasedSince(mark, ['holder-B'])).toBe(true);
+    // Releases before the mark do not count; reading releasedSince marks nothing (seen still moves on).
+    const later = watch.seen;
+    expect(later).toBe(mark + 2);
+    expect(watch.releasedSince(later, ['holder-B'])).toBe(false);
+    // A release announced without a token may have been anyone's.
+    hub.announce(key.channel);
+    expect(watch.releasedSince(later, ['holder-B'])).toBe(true);
+    watch.close();
+  });
+
+  it('more releases than the window remembers may include the refusing grant', () => {
+    const { hub } = hubWithLog();
+    const key = names('k');
+    const watch = hub.watch([key]);
+    const mark = watch.seen;
+    for (let i = 0; i < 70; i++) hub.announce(key.channel, `holder-${i}`);
+    expect(watch.releasedSince(mark, ['holder-gone'])).toBe(true);
+    const recent = watch.seen;
+    hub.announce(key.channel, 'holder-x');
+    expect(watch.releasedSince(recent, ['holder-gone'])).toBe(false);
+    watch.close();
+  });
+});

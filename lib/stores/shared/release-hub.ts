@@ -44,6 +44,8 @@ interface ChannelState {
    * between a hand-over and its own PUBLISH.
    */
   readonly recentTokens: string[];
+  /** Per recent token, the value `releases` took when it was counted (see HubWatch.releasedSince). */
+  readonly recentCounts: number[];
   watchers: number;
   /** Waiters asleep on this channel, in arrival order: a release wakes the first one only. */
   readonly sleepers: Sleeper[];
@@ -93,7 +95,11 @@ export class ReleaseHub {
     if (token !== undefined && token !== '') {
       if (state.recentTokens.includes(token)) return false;
       state.recentTokens.push(token);
-      if (state.recentTokens.length > RECENT_TOKENS) state.recentTokens.shift();
+      state.recentCounts.push(state.releases + 1);
+      if (state.recentTokens.length > RECENT_TOKENS) {
+        state.recentTokens.shift();
+        state.recentCounts.shift();
+      }
     }
     state.releases++;
     this.wakeNext(state);
@@ -211,6 +217,7 @@ export class ReleaseHub {
       state = {
         releases: 0,
         recentTokens: [],
+        recentCounts: [],
         watchers: 0,
         sleepers: [],
         subscribed: undefined,
@@ -244,6 +251,21 @@ class HubWatch implements ReleaseWatch {
     let total = 0;
     for (const state of this.states) total += state.releases;
     return total;
+  }
+
+  releasedSince(mark: number, refusedBy: readonly string[] | undefined): boolean {
+    let total = 0;
+    for (const state of this.states) total += state.releases;
+    if (total === mark) return false;
+    if (!refusedBy || this.states.length !== 1) return true;
+    const state = this.states[0];
+    let named = 0;
+    for (let i = state.recentCounts.length - 1; i >= 0 && state.recentCounts[i] > mark; i--) {
+      if (refusedBy.includes(state.recentTokens[i])) return true;
+      named++;
+    }
+    // Releases without a token, or more than the window remembers: they may have been of a refusing grant.
+    return named < total - mark;
   }
 
   async ready(): Promise<void> {
