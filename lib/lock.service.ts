@@ -386,7 +386,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
           continue;
         }
         // A release seen meanwhile may have come after this attempt reached the nodes: attempt again at once,
-        // unless it was of an earlier grant than the one that refused the attempt (see refusedBy). Every
+        // unless it was of no grant that held the key when the nodes refused the attempt (see refusedBy). Every
         // waiter of the process whose attempt was in flight sees the same release: were they all to attempt
         // again, none would ever sleep, and a hot key would keep them attempting in step, 8 or so attempts
         // (and their undos) for each grant, while the other processes' waiters lose every race.

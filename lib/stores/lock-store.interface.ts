@@ -76,7 +76,8 @@ export type AcquireOutcome =
       /**
        * The grants the refusing nodes named, when the key is held on a quorum (Redlock); undefined when
        * unknown (permits, foreign data, nodes split between attempts). A release seen during this attempt
-       * that is none of them came before they were granted, and freed nothing for it (see releasedSince).
+       * that is none of them was of no grant that held the key when the nodes refused this attempt (an
+       * earlier one, or a minority leftover), so it freed nothing for it (see releasedSince).
        */
       readonly refusedBy?: readonly string[];
     };
