@@ -3,7 +3,6 @@ import { LockOptionsError } from './errors';
 import { MIN_TTL_MS } from './lock.constants';
 import { isClusterClient, isLendableClient, isNodeRedisClient } from './stores/clients/client-shape';
 import type { LockShape } from './stores/lock-store.interface';
-import { MAX_REDLOCK_NODES } from './stores/redlock/fence-scale';
 import type {
   AcquireOptions,
   LockModuleOptions,
@@ -60,9 +59,6 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
   if (given.nodes !== undefined) {
     if (!Array.isArray(given.nodes) || given.nodes.length === 0) {
       throw new LockOptionsError('nodes', given.nodes, 'a non-empty array of Redis URLs, options or clients');
-    }
-    if (given.nodes.length > MAX_REDLOCK_NODES) {
-      throw new LockOptionsError('nodes', given.nodes, `at most ${MAX_REDLOCK_NODES} Redis nodes (Redlock is run over 3, 5 or 7)`);
     }
     given.nodes.forEach((node: RedlockNode, index: number) => checkConnection(`nodes[${index}]`, node, false));
   }

@@ -146,14 +146,13 @@ return 1
 `;
 
 /**
- * KEYS: lock key, fence key, permits record. ARGV: holder value, fence, recorded fence.
+ * KEYS: lock key, fence key, permits record. ARGV: holder value, fence.
  * The Redlock fence write-back of a permit or reader (see RAISE_FENCES_SCRIPT for a mutex): while the holder
- * is still in the set, raises the fence counter to at least `fence` (the highest counter of the grant's
- * quorum; never lowers it) and records `recorded` as the holder's own in the permits record: the fence its
- * Lock reports (that highest counter with a tie-break naming the node that gave it, see fence-write-back.ts).
- * So every node of the quorum that confirmed the grant records the fence its Lock reports, and inspect can
- * report that value (the one a quorum records). Returns 1 when done; 0 when this node no longer holds the
- * permit; {-2, 1} when the fence key holds foreign data.
+ * is still in the set, raises the fence counter to at least `fence` (never lowers it) and records `fence` as
+ * the holder's own in the permits record — the grant's fence, the highest of its quorum, where this node's
+ * INCR had given it less. So every node of the quorum that confirmed the grant records the fence its Lock
+ * reports, and inspect can report that value (the one a quorum records). Returns 1 when done; 0 when this
+ * node no longer holds the permit; {-2, 1} when the fence key holds foreign data.
  */
 export const PERMIT_RAISE_FENCE_SCRIPT = `
 if type(redis.pcall('ZSCORE', KEYS[1], ARGV[1])) ~= 'string' then return 0 end
@@ -161,6 +160,6 @@ local current = redis.pcall('GET', KEYS[2])
 if type(current) == 'table' or (current and tonumber(current) == nil) then return {-2, 1} end
 if (tonumber(current) or 0) < tonumber(ARGV[2]) then redis.call('SET', KEYS[2], ARGV[2]) end
 -- Both keys expire together with the last holder: a record missing here is not recreated without an expiry.
-if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('HSET', KEYS[3], ARGV[1], ARGV[3]) end
+if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('HSET', KEYS[3], ARGV[1], ARGV[2]) end
 return 1
 `;

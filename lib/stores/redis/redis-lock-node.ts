@@ -294,9 +294,8 @@ export class RedisLockNode {
   /**
    * Redlock's fence write-back: raises each key's fence counter on this node to at least `fences[i]`,
    * provided this node still holds every key with `token`. True when it did (or the counters were already
-   * that high); false when the node no longer holds the lock. A permit or reader also records `recorded` (the
-   * fence its Lock reports, see grantFences; `fences[0]` when absent) as its own on this node
-   * (PERMIT_RAISE_FENCE_SCRIPT), which inspect reports.
+   * that high); false when the node no longer holds the lock. A permit or reader also records `fences[0]` as
+   * its own fence on this node (PERMIT_RAISE_FENCE_SCRIPT), which inspect reports.
    */
   async raiseFences(
     keys: readonly LockKeyNames[],
@@ -304,7 +303,6 @@ export class RedisLockNode {
     fences: readonly number[],
     timeoutMs: number,
     shape?: LockShape,
-    recorded?: number,
   ): Promise<boolean> {
     const names: string[] = [];
     for (const key of keys) names.push(key.lockKey);
@@ -312,8 +310,7 @@ export class RedisLockNode {
     const permit = isPermit(shape);
     if (permit) names.push(keys[0].permitsKey);
     const script = permit ? PERMIT_RAISE_FENCE : RAISE_FENCES;
-    const args = permit ? [token, fences[0], recorded ?? fences[0]] : [token, ...fences];
-    const reply = await this.write(script, names, args, timeoutMs, keys, (answer) => Number(answer) === 1, 'fence');
+    const reply = await this.write(script, names, [token, ...fences], timeoutMs, keys, (answer) => Number(answer) === 1, 'fence');
     if (Array.isArray(reply)) throw this.foreignData(keys[Number(reply[1]) - 1], 'fence');
     return Number(reply) === 1;
   }

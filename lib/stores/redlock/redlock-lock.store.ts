@@ -6,7 +6,6 @@ import { type NodeAcquireReply, type NodeHolder, RedisLockNode, isPermit } from 
 import { kindOf } from '../shared/kind-conflict';
 import { ReleaseHub } from '../shared/release-hub';
 import { clockDrift, commandTimeoutFor } from '../shared/timing';
-import { MAX_REDLOCK_NODES, mutexFence } from './fence-scale';
 import { fencesAgreed, type NodeGrant, writeBackFences } from './fence-write-back';
 import { type NodeAnswer, QuorumRound, quorumOf, semaphoreQuorumOf } from './quorum-round';
 
@@ -66,8 +65,6 @@ export class RedlockLockStore implements LockStore {
     private readonly options: RedlockLockStoreOptions,
   ) {
     if (connections.length === 0) throw new RangeError('Redlock needs at least one node');
-    // The options resolver refuses more at bootstrap (LockOptionsError); a fence's tie-break names a node's position.
-    if (connections.length > MAX_REDLOCK_NODES) throw new RangeError(`Redlock takes at most ${MAX_REDLOCK_NODES} nodes`);
     this.nodes = connections.map((connection, index) => new RedisLockNode(connection, `nodes[${index}]`, options.minReplicas));
     this.quorum = quorumOf(this.nodes.length);
     this.hub = new ReleaseHub({
@@ -143,7 +140,7 @@ export class RedlockLockStore implements LockStore {
       // no round to wait for.
       let fences: number[] | undefined;
       try {
-        fences = fencesAgreed(grants, quorum, shape) ?? (await writeBackFences(this.nodes, grants, keys, token, quorum, timeout, shape));
+        fences = fencesAgreed(grants, quorum) ?? (await writeBackFences(this.nodes, grants, keys, token, quorum, timeout, shape));
       } catch (error) {
         await this.undo(round, keys, token, timeout, shape);
         throw error;
@@ -357,9 +354,7 @@ export class RedlockLockStore implements LockStore {
       if (states.length < quorum) continue;
       kind = kindOf(shape);
       const ttls = states.map((state) => state.ttlLeft).sort((a, b) => b - a);
-      // A mutex's nodes hold its quorum's highest counter, a permit's record the fence its Lock reports (see grantFences).
-      const recorded = fenceOf(states, quorum);
-      holders.push({ value, ttlLeft: ttls[quorum - 1], fence: isPermit(shape) ? recorded : mutexFence(recorded) });
+      holders.push({ value, ttlLeft: ttls[quorum - 1], fence: fenceOf(states, quorum) });
     }
     return holders.length > 0 ? { kind, holders } : null;
   }
