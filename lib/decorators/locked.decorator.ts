@@ -5,7 +5,7 @@ import { LOCKED_METADATA } from '../lock.constants';
 import { LockInterceptor } from '../lock.interceptor';
 import type { LockedOptions } from '../lock-options.interface';
 import { createLockedMethod } from './locked-method';
-import { createLockedMetadata } from './locked-metadata';
+import { type LockedMetadata, createLockedMetadata } from './locked-metadata';
 
 /**
  * Runs the method holding a distributed lock on `key`.
@@ -24,9 +24,9 @@ import { createLockedMetadata } from './locked-metadata';
  * any decorator order.
  */
 export function Locked(key: LockedKey, options?: LockedOptions): MethodDecorator {
-  const metadata = createLockedMetadata(key, options);
   return (target: object, propertyKey: string | symbol, descriptor: PropertyDescriptor) => {
     const label = `${typeof target === 'function' ? target.name : target.constructor.name}.${String(propertyKey)}`;
+    const metadata = parsedFor(label, key, options);
     if (typeof target === 'function') {
       throw new LockOptionsError('@Locked', label, 'an instance method of a provider (not a static method)');
     }
@@ -42,4 +42,17 @@ export function Locked(key: LockedKey, options?: LockedOptions): MethodDecorator
     UseInterceptors(LockInterceptor)(target, propertyKey, descriptor);
     return descriptor;
   };
+}
+
+/**
+ * Parses @Locked's arguments as the decorator is applied (the class loads): a malformed template or option
+ * names the method it is on, so it can be found in a large application without its stack.
+ */
+function parsedFor(label: string, key: LockedKey, options: LockedOptions | undefined): LockedMetadata {
+  try {
+    return createLockedMetadata(key, options);
+  } catch (error) {
+    if (!(error instanceof LockOptionsError)) throw error;
+    throw new LockOptionsError(`${error.option} of ${label}`, error.value, error.expected);
+  }
 }

@@ -5,7 +5,8 @@ export class LockOptionsError extends LockError {
   constructor(
     readonly option: string,
     readonly value: unknown,
-    expected: string,
+    /** What a valid value is, in words (the end of the message). */
+    readonly expected: string,
   ) {
     super(`Invalid lock option '${option}': ${show(value)}. Expected ${expected}.`);
   }

@@ -114,12 +114,14 @@ describe('@Locked refuses, when the class is defined, what cannot work', () => {
     ['an empty placeholder', () => Locked('order:{}'), /empty placeholder/],
     ['an unknown root', () => Locked('order:{request.id}'), /starts with "request"/],
     ['an empty key array', () => Locked([]), /at least one key template/],
-    ['an unknown onBusy', () => Locked('job', { onBusy: 'later' as 'skip' }), /'onBusy': "later"/],
+    ['an unknown onBusy', () => Locked('job', { onBusy: 'later' as 'skip' }), /'onBusy of Target\.run': "later"/],
     // Spread from a config object, a typo slips past TypeScript; before, it was ignored (fresh-user trial 3).
-    ['a misspelt option', () => Locked('job', { ...({ wiat: 0 } as object) }), /'wiat': 0.*one of the options: ttl, wait/],
+    ['a misspelt option', () => Locked('job', { ...({ wiat: 0 } as object) }), /'wiat of Target\.run': 0.*one of the options: ttl, wait/],
   ])('%s', (_what, decorator, message) => {
     expect(define(decorator)).toThrow(LockOptionsError);
     expect(define(decorator)).toThrow(message);
+    // It names the method it is on (before: only "'@Locked key'", found by its stack alone).
+    expect(define(decorator)).toThrow(/^Invalid lock option '[^']* of Target\.run'/);
   });
 
   it('two @Locked on one method', () => {
