@@ -12,6 +12,7 @@ export class LockUnavailableError extends LockError {
     options?: { cause?: unknown },
   ) {
     // Without keys (a health check's ping, a subscription): the store as such, not "for no keys".
-    super(`Lock store unavailable${keys.length > 0 ? ` for ${formatKeys(keys)}` : ''}: ${detail}. Check that Redis is reachable.`, options);
+    const which = keys.length > 0 ? ` for ${formatKeys(keys)}` : '';
+    super(`Lock store unavailable${which}: ${detail}. Check that Redis is reachable.`, options);
   }
 }

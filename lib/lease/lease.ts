@@ -59,8 +59,8 @@ export class Lease implements ScheduledTask {
   private extensionApplied = 0;
   private controller: AbortController | undefined;
   /**
-   * Set once maxHold caps renewals (a renewal shortened to end at maxHold, or none left worth sending): the
-   * validity that runs out after that is maxHold's doing, not a failed renewal's.
+   * Set once a renewal was shortened to end at maxHold: the validity that runs out after that is maxHold's
+   * doing, not a failed renewal's.
    */
   private cappedByMaxHold = false;
   private lostReason: LockLostError | undefined;
@@ -162,7 +162,8 @@ export class Lease implements ScheduledTask {
     if (now >= this.validUntil) {
       let why = 'it was not renewed before its validity ended (Redis unreachable, or the event loop blocked)';
       if (!this.terms.autoExtend) why = 'its lease ran out (auto-extension off)';
-      else if (this.cappedByMaxHold || now >= this.terms.holdUntil) why = 'its lease ran out: maxHold reached';
+      // Past the last renewal maxHold allows (see renewable): the lease ends there by design.
+      else if (this.cappedByMaxHold || this.terms.holdUntil - now < MIN_TTL_MS) why = 'its lease ran out: maxHold reached';
       this.lose(why);
       return;
     }
@@ -176,10 +177,7 @@ export class Lease implements ScheduledTask {
    * validity: its "not extended" answer would read as a lost lease).
    */
   private renewable(): boolean {
-    if (!this.terms.autoExtend) return false;
-    if (this.terms.holdUntil - performance.now() >= MIN_TTL_MS) return true;
-    this.cappedByMaxHold = true;
-    return false;
+    return this.terms.autoExtend && this.terms.holdUntil - performance.now() >= MIN_TTL_MS;
   }
 
   private async renew(): Promise<void> {
@@ -212,8 +210,9 @@ export class Lease implements ScheduledTask {
           ? 'its lease ran out: maxHold reached (its last renewal, shortened to end at maxHold, was not confirmed in time)'
           : 'the lease was gone when renewing it (expired, deleted or taken)',
       );
+    } else {
+      this.renewed(validUntil, this.terms.ttl, sequence);
     }
-    else this.renewed(validUntil, this.terms.ttl, sequence);
   }
 
   private renewed(validUntil: number, ttl: number, sequence: number): void {
