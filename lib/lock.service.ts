@@ -391,7 +391,9 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         // again, none would ever sleep, and a hot key would keep them attempting in step, 8 or so attempts
         // (and their undos) for each grant, while the other processes' waiters lose every race.
         if (watch.releasedSince(seenBefore, outcome.refusedBy)) continue;
-        let fallback = outcome.retryAfter > 0 ? outcome.retryAfter : settings.ttl;
+        // 0 is a lease ending within the millisecond (PTTL rounds down), not an unknown end: woken at its
+        // expiry, a waiter could otherwise read 0 and sleep a whole ttl while the key is free.
+        let fallback = outcome.retryAfter >= 0 ? Math.max(1, outcome.retryAfter) : settings.ttl;
         // A writer's "waiting" mark lasts one of its ttl, and each attempt renews it: a writer sleeping until
         // the readers' longer leases end would let it lapse, and new readers in ahead of it (review M1).
         if (queued) fallback = Math.min(fallback, ttl / 3);
