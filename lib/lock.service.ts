@@ -400,7 +400,14 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         const jitter = Math.random() * Math.min(50, fallback / 10 + 1);
         // A queued writer keeps attempting itself: each attempt renews its mark.
         offer ??= this.handoverOffer(attempt, ttl);
-        known = await watch.next(Math.min(deadline - now, fallback + jitter, MAX_SLEEP_MS), signal, queued, queued ? undefined : offer);
+        // With refusedBy, a release of the refusing grant that reaches a lagging node only now wakes it too.
+        known = await watch.next(
+          Math.min(deadline - now, fallback + jitter, MAX_SLEEP_MS),
+          signal,
+          queued,
+          queued ? undefined : offer,
+          outcome.refusedBy,
+        );
       }
     } finally {
       watch?.close(acquired, vacant);

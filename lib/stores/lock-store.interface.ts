@@ -125,7 +125,11 @@ export interface LockState {
 export interface LockStore {
   /** Human-readable kind for logs and health: 'memory', 'redis' or 'redlock'. */
   readonly kind: string;
-  /** One attempt, all keys or none. Rejects with LockUnavailableError when the store cannot answer. */
+  /**
+   * One attempt, all keys or none. Rejects with LockUnavailableError when the store cannot answer. After a
+   * rejection the token is not to be used again: a grant taken back (Redlock) was announced as a release of
+   * it, and a later release of the same token would not be counted as a new one.
+   */
   acquire(request: AcquireRequest): Promise<AcquireOutcome>;
   /** Renews every key if all are still held with `token` (as `shape`): the new validUntil, or null when not held. */
   extend(request: AcquireRequest): Promise<number | null>;
@@ -170,13 +174,16 @@ export interface LockStore {
 export interface ReleaseWatch {
   /**
    * How many releases of the watched keys were seen so far: read it right before each attempt and compare
-   * after. Reading it also marks a wake-up this waiter received as used.
+   * after. Reading it also marks a wake-up this waiter received as used, and the announcements heard so far
+   * (repeats included) as the ones releasedSince compares with: read it once per attempt.
    */
   readonly seen: number;
   /**
    * Whether a release seen since `seen` read `mark` may have freed the keys for an attempt refused by the
    * grants `refusedBy` (see AcquireOutcome): only a release of one of them can, or one without a token, or
-   * one the watch no longer remembers. Without `refusedBy`, any release. Unlike `seen`, marks nothing.
+   * one the watch no longer remembers. Without `refusedBy`, any release. Also true when a refusing grant's
+   * release, counted before the attempt, was announced again since by another node (Redlock: that node
+   * had not applied it when the attempt reached it). Unlike `seen`, marks nothing.
    */
   releasedSince(mark: number, refusedBy: readonly string[] | undefined): boolean;
   /** Resolves once a release announced from now on is certain to be seen. */
@@ -187,8 +194,17 @@ export interface ReleaseWatch {
    * signal's reason when it aborts. With an `offer`, a release of this process may instead hand the lock
    * over: next() then resolves with the grant (once claimed, the waiter waits for the hand-over's answer,
    * which its timer and signal no longer cut short). Otherwise it resolves with undefined: attempt again.
+   * `refusedBy`: the grants that refused the last attempt; when the release of one of them was already seen
+   * (nodes still applying it refused the attempt), another node's announcement of that release wakes this
+   * waiter too, though it is not counted as a new release.
    */
-  next(timeoutMs: number, signal?: AbortSignal, first?: boolean, offer?: HandoverOffer): Promise<AcquireGrant | undefined>;
+  next(
+    timeoutMs: number,
+    signal?: AbortSignal,
+    first?: boolean,
+    offer?: HandoverOffer,
+    refusedBy?: readonly string[],
+  ): Promise<AcquireGrant | undefined>;
   /**
    * Stops watching. A wake-up this waiter received but did not use passes to the next waiter, and so does
    * its turn when it leaves without the lock (`acquired` false), or when it got in and left room for more

@@ -3,6 +3,7 @@ import type { StoreHealth } from '../../health/store-health';
 import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
 import { kindConflict, kindOf } from '../shared/kind-conflict';
 import { ReleaseHub } from '../shared/release-hub';
+import { withdrawalMessage } from '../shared/withdrawal-message';
 
 interface Lease {
   readonly token: string;
@@ -114,7 +115,7 @@ export class MemoryLockStore implements LockStore {
   async withdraw(key: LockKeyNames, token: string, announce: boolean): Promise<void> {
     if (this.intents.get(key.lockKey)?.token !== token) return;
     this.intents.delete(key.lockKey);
-    if (announce) this.hub.announce(key.channel, token);
+    if (announce) this.hub.announce(key.channel, withdrawalMessage(token));
   }
 
   async extend(request: AcquireRequest): Promise<number | null> {

@@ -114,7 +114,8 @@ return {1, fence, listening[2] or -1}
 /**
  * KEYS: lock keys. ARGV: token.
  * Takes back an attempt that did not become a lock (a Redlock grant short of a quorum, an answer that came
- * too late): compare-and-delete, announced to nobody. It is not the release of a held lock: a PUBLISH would
+ * too late to be counted; a grant a quorum made and the store took back goes through RELEASE_SCRIPT instead,
+ * announced): compare-and-delete, announced to nobody. It is not the release of a held lock: a PUBLISH would
  * wake waiters for nothing (they would spin against a holder that still holds a quorum) and would put the
  * attempt's token, which the caller may use again, among the releases the waiters have already counted.
  */

@@ -5,6 +5,7 @@ import { type LockClient, type LockScript, type RedisArgument, createLockClient,
 import type { LockKeyNames, LockShape } from '../lock-store.interface';
 import { kindConflict, recordOf, shapeFromRecord } from '../shared/kind-conflict';
 import { withTimeout } from '../shared/with-timeout';
+import { withdrawalMessage } from '../shared/withdrawal-message';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, HANDOVER_SCRIPT, RAISE_FENCES_SCRIPT, RELEASE_SCRIPT, UNDO_SCRIPT } from './lock-scripts';
 import { FORCE_RELEASE_SCRIPT, INSPECT_SCRIPT } from './operator-scripts';
 import {
@@ -250,7 +251,7 @@ export class RedisLockNode {
    * Removes a writer's intent (see WITHDRAW_SCRIPT); with `announce`, wakes the readers it kept waiting.
    */
   async withdraw(key: LockKeyNames, token: string, announce: boolean, timeoutMs: number): Promise<void> {
-    await this.run(WITHDRAW, [key.writerKey], [token, announce ? 1 : 0, key.channel], timeoutMs, [key]);
+    await this.run(WITHDRAW, [key.writerKey], [token, announce ? 1 : 0, key.channel, withdrawalMessage(token)], timeoutMs, [key]);
   }
 
   /**

@@ -112,7 +112,8 @@ export class RedisLockStore implements LockStore {
     // The release is now queued on the connection: a local waiter woken here sends its attempt on the
     // same connection right behind it, so Redis runs that attempt just after the delete — a handover in
     // one round trip. The PUBLISH of this release carries the same token, and the hub counts it once.
-    for (const key of keys) this.hub.handOver(key.channel, token);
+    // Not for a hold-over (minHold): the key stays held, and its PUBLISH tells the waiters how long.
+    if (holdFor <= 0) for (const key of keys) this.hub.handOver(key.channel, token);
     // A callback, not an await: one promise layer less on the hot path.
     return released.then(
       (count) => count === keys.length,

@@ -42,7 +42,8 @@ type Verdict = 'for' | 'against' | 'unavailable';
  *
  * Unlike node-redlock: the validity of a grant is measured from the start of that attempt (not of the
  * first retry) and a grant whose validity is over is never returned; a failed attempt is undone on every
- * node before it returns (the next attempt, and other clients, find no partial lock); an unreachable
+ * node before it returns (the next attempt, and other clients, find no partial lock; a grant that held a
+ * quorum is released and announced instead, see undo); an unreachable
  * majority is a LockUnavailableError, a busy key is a normal "not acquired"; and fences stay strictly
  * increasing when the quorum moves between nodes (fence-write-back.ts).
  */
@@ -139,15 +140,17 @@ export class RedlockLockStore implements LockStore {
       // As a rule a quorum of the granting nodes already gave the highest fences: nothing to write back, and
       // no round to wait for.
       let fences: number[] | undefined;
+      // Taken back after all, the grant is announced as a release: it held a quorum, so waiters refused for it
+      // sleep until a release of it (or its lease's end) and this caller, throwing, will never release it.
       try {
         fences = fencesAgreed(grants, quorum) ?? (await writeBackFences(this.nodes, grants, keys, token, quorum, timeout, shape));
       } catch (error) {
-        await this.undo(round, keys, token, timeout, shape);
+        await this.undo(round, keys, token, timeout, shape, true);
         throw error;
       }
       const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
       if (fences && validUntil > performance.now()) return { acquired: true, fences, validUntil, vacant };
-      await this.undo(round, keys, token, timeout, shape);
+      await this.undo(round, keys, token, timeout, shape, true);
       throw this.unavailable(
         keys,
         'acquire',
@@ -280,7 +283,8 @@ export class RedlockLockStore implements LockStore {
     // The deletes are now queued on every node's connection: a local waiter woken here sends its attempt
     // right behind them on the same connections, so each node runs it just after the delete (a handover in
     // one round trip). The nodes' PUBLISH of this release carry the same token, and the hub counts it once.
-    for (const key of keys) this.hub.handOver(key.channel, token);
+    // Not for a hold-over (minHold): the key stays held, and the PUBLISH tells the waiters how long.
+    if (holdFor <= 0) for (const key of keys) this.hub.handOver(key.channel, token);
     const verdict = await round.decide<Verdict>((answers) => {
       let released = 0;
       for (const answer of answers) if (answer.ok && answer.value === keys.length) released++;
@@ -458,6 +462,9 @@ export class RedlockLockStore implements LockStore {
    * node). It is awaited from nodes that granted; nodes that failed or have not answered yet get it
    * without waiting: it queues behind the acquire on the same connection, so it runs right after a late
    * acquire once they answer again. So a verdict, busy included, never waits for silent nodes.
+   * `announce`: the attempt was granted on a quorum (then failed its fences or its validity), so it is
+   * released instead, announced like any release (review of the waiter rule, L2): other attempts may have
+   * been refused for it, and their waiters would otherwise sleep until its lease ends.
    */
   private async undo(
     round: QuorumRound<NodeAcquireReply>,
@@ -465,9 +472,14 @@ export class RedlockLockStore implements LockStore {
     token: string,
     timeout: number,
     shape: LockShape | undefined,
+    announce = false,
   ): Promise<void> {
     const answered = new Map(round.answersSoFar().map((answer) => [answer.node, answer]));
-    const undo = (node: RedisLockNode): Promise<void> => node.undo(keys, token, timeout, shape).catch(() => undefined);
+    const undo = (node: RedisLockNode): Promise<void> =>
+      (announce ? node.release(keys, token, timeout, 0, shape) : node.undo(keys, token, timeout, shape)).then(
+        () => undefined,
+        () => undefined,
+      );
     await Promise.all(
       this.nodes.map(async (node, index) => {
         const answer = answered.get(index);

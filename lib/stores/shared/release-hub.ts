@@ -32,11 +32,19 @@ interface Sleeper {
   readonly span: number;
   /** Woken before the others: a writer queued behind readers (new readers wait behind it anyway). */
   readonly first: boolean;
+  /**
+   * Grants whose release was already counted but which refused this waiter's last attempt (see
+   * HubWatch.next): nodes still applying that release. Another node's announcement of it, a repeat that is
+   * not counted, wakes this waiter.
+   */
+  readonly blockedBy: readonly string[] | undefined;
 }
 
 interface ChannelState {
   /** Releases announced on this channel so far. */
   releases: number;
+  /** Announcements heard on this channel so far, repeats of a counted release included. */
+  heard: number;
   /**
    * Tokens of the releases counted lately, oldest first: one release reaches the hub several times (the
    * local hand-over, then its PUBLISH; on Redlock one PUBLISH per node), possibly after later releases,
@@ -46,6 +54,8 @@ interface ChannelState {
   readonly recentTokens: string[];
   /** Per recent token, the value `releases` took when it was counted (see HubWatch.releasedSince). */
   readonly recentCounts: number[];
+  /** Per recent token, the value `heard` took at its latest announcement, a repeat or not. */
+  readonly recentHeard: number[];
   watchers: number;
   /** Waiters asleep on this channel, in arrival order: a release wakes the first one only. */
   readonly sleepers: Sleeper[];
@@ -90,20 +100,42 @@ export class ReleaseHub {
     if (this.count(state, token)) state.localStreak = 0;
   }
 
-  /** Counts a release once (see recentTokens) and wakes the next sleeper; false for a repeat. */
+  /**
+   * Counts a release once (see recentTokens) and wakes the next sleeper; false for a repeat. A repeat is
+   * another node having applied that release (Redlock): it wakes a waiter those nodes refused for it
+   * (see Sleeper.blockedBy), none other.
+   */
   private count(state: ChannelState, token: string | undefined): boolean {
+    state.heard++;
     if (token !== undefined && token !== '') {
-      if (state.recentTokens.includes(token)) return false;
+      const known = state.recentTokens.indexOf(token);
+      if (known >= 0) {
+        state.recentHeard[known] = state.heard;
+        this.wakeBlocked(state, token);
+        return false;
+      }
       state.recentTokens.push(token);
       state.recentCounts.push(state.releases + 1);
+      state.recentHeard.push(state.heard);
       if (state.recentTokens.length > RECENT_TOKENS) {
         state.recentTokens.shift();
         state.recentCounts.shift();
+        state.recentHeard.shift();
       }
     }
     state.releases++;
     this.wakeNext(state);
     return true;
+  }
+
+  /** Wakes the longest-waiting sleeper blocked by `token` (see Sleeper.blockedBy), if any. */
+  private wakeBlocked(state: ChannelState, token: string): void {
+    for (const sleeper of state.sleepers) {
+      if (sleeper.blockedBy?.includes(token)) {
+        sleeper.wake();
+        return;
+      }
+    }
   }
 
   /**
@@ -216,8 +248,10 @@ export class ReleaseHub {
     if (!state) {
       state = {
         releases: 0,
+        heard: 0,
         recentTokens: [],
         recentCounts: [],
+        recentHeard: [],
         watchers: 0,
         sleepers: [],
         subscribed: undefined,
@@ -239,6 +273,8 @@ class HubWatch implements ReleaseWatch {
   private closed = false;
   /** Woken by a release and not yet gone back to attempt. */
   private unusedWake = false;
+  /** The announcements heard on the (single) watched key when `seen` was last read (see releasedSince). */
+  private heardMark = 0;
 
   constructor(
     private readonly hub: ReleaseHub,
@@ -248,6 +284,7 @@ class HubWatch implements ReleaseWatch {
 
   get seen(): number {
     this.unusedWake = false;
+    this.heardMark = this.states[0]?.heard ?? 0;
     let total = 0;
     for (const state of this.states) total += state.releases;
     return total;
@@ -256,8 +293,7 @@ class HubWatch implements ReleaseWatch {
   releasedSince(mark: number, refusedBy: readonly string[] | undefined): boolean {
     let total = 0;
     for (const state of this.states) total += state.releases;
-    if (total === mark) return false;
-    if (!refusedBy || this.states.length !== 1) return true;
+    if (!refusedBy || this.states.length !== 1) return total !== mark;
     const state = this.states[0];
     let named = 0;
     for (let i = state.recentCounts.length - 1; i >= 0 && state.recentCounts[i] > mark; i--) {
@@ -265,19 +301,34 @@ class HubWatch implements ReleaseWatch {
       named++;
     }
     // Releases without a token, or more than the window remembers: they may have been of a refusing grant.
-    return named < total - mark;
+    if (named < total - mark) return true;
+    // A refusing grant whose release was counted before the attempt, announced again since by another node
+    // (a repeat, not counted): that node had not applied the release when the attempt reached it, and has now.
+    for (const token of refusedBy) {
+      const at = state.recentTokens.indexOf(token);
+      if (at >= 0 && state.recentHeard[at] > this.heardMark) return true;
+    }
+    return false;
   }
 
   async ready(): Promise<void> {
     await Promise.all(this.states.map((state, index) => this.hub.ready(this.channels[index], state)));
   }
 
-  next(timeoutMs: number, signal?: AbortSignal, first = false, offer?: HandoverOffer): Promise<AcquireGrant | undefined> {
+  next(
+    timeoutMs: number,
+    signal?: AbortSignal,
+    first = false,
+    offer?: HandoverOffer,
+    refusedBy?: readonly string[],
+  ): Promise<AcquireGrant | undefined> {
     if (signal?.aborted) return Promise.reject(signal.reason);
+    const blockedBy = this.releasedAlready(refusedBy);
     return new Promise<AcquireGrant | undefined>((resolve, reject) => {
       const sleeper: Sleeper = {
         span: this.states.length,
         first,
+        blockedBy,
         wake: () => {
           this.unusedWake = true;
           finish();
@@ -326,6 +377,19 @@ class HubWatch implements ReleaseWatch {
         else state.sleepers.push(sleeper);
       }
     });
+  }
+
+  /**
+   * Of the grants that refused the last attempt, those whose release this watch has already counted (the
+   * refusing nodes had not applied it yet), or undefined: only those make a repeat announcement wake the
+   * waiter. A grant not released yet wakes it with its first announcement as usual, and its repeats (one per
+   * node) must not wake more waiters, who would only attempt in step.
+   */
+  private releasedAlready(refusedBy: readonly string[] | undefined): readonly string[] | undefined {
+    if (!refusedBy || this.states.length !== 1) return undefined;
+    const recent = this.states[0].recentTokens;
+    const released = refusedBy.filter((token) => recent.includes(token));
+    return released.length > 0 ? released : undefined;
   }
 
   close(acquired = true, passOn = false): void {
