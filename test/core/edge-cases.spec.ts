@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockLostError, LockUnavailableError, type Lock } from '../../lib';
+import { eventually } from '../support/eventually';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
 import { twoLockServices } from './helpers/contenders';
@@ -57,17 +58,22 @@ describe.each(storeRows())('edge cases (%s store)', (_name, fixture) => {
     const app = await apps.start(store.options({ ttl: 10_000 }));
     const key = uniqueKey('shutdown');
     let signal: AbortSignal | undefined;
+    // The critical section lasts until after shutdown, however slow the machine (it once slept 300 ms, and a
+    // loaded CI run ended it, and handed the key to the waiter, before app.close() began).
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => (finish = resolve));
     const running = app.locks.withLock(key, async (lock) => {
       signal = lock.signal;
-      await sleep(300);
+      await finished;
     });
-    await sleep(20);
+    await eventually(async () => signal !== undefined, 2_000, 'the holder inside its critical section');
     const waiter = rejectionOf(app.locks.acquire(key, { wait: 5_000 }));
     await sleep(20);
     await app.close();
     expect(signal?.aborted).toBe(true);
     expect(signal?.reason).toBeInstanceOf(LockLostError);
     expect(await waiter).toBeInstanceOf(LockUnavailableError);
+    finish();
     await running;
   });
 });
