@@ -74,7 +74,9 @@ describe.each(FAMILIES.map((name) => [name]))('Redlock over 3 nodes lent as %s c
   });
 
   it('a held lock is renewed on every node past its ttl, and the lent clients stay open after app.close()', async () => {
-    const app = await apps.start({ nodes: nodes(0), ttl: 400 });
+    // ttl 900: each renewal has 600 ms to reach all three nodes (a node stalled past two renewals at ttl 400
+    // would lose its copy for good); 1 s is still past the ttl.
+    const app = await apps.start({ nodes: nodes(0), ttl: 900 });
     const key = uniqueKey('renewed');
     const lock = await app.locks.acquire(key);
     await sleep(1_000);

@@ -11,20 +11,22 @@ describe.each(storeRows())('lease renewal (%s store)', (_name, fixture) => {
   afterAll(() => store?.teardown());
   const apps = trackLockApps();
 
-  it('a lock with a 300 ms ttl held for over 3 ttl stays held; after release the key is free at once', async () => {
+  // ttl 600: each renewal has 400 ms to come back, so a stall of the loaded test machine is not read as a
+  // lost lease (ttl 300 left 200 ms).
+  it('a lock with a 600 ms ttl held for 3 ttl stays held; after release the key is free at once', async () => {
     const [holder, contender] = await twoLockServices(store, apps);
     const key = uniqueKey('renewed');
-    const lock = await holder.acquire(key, { ttl: 300 });
+    const lock = await holder.acquire(key, { ttl: 600 });
 
     for (let check = 0; check < 4; check++) {
-      await sleep(300);
+      await sleep(450);
       expect(lock.signal.aborted).toBe(false);
       expect(await contender.isLocked(key)).toBe(true);
-      expect(await contender.tryAcquire(key, { ttl: 300 })).toBeNull();
+      expect(await contender.tryAcquire(key)).toBeNull();
     }
 
     expect(await lock.release()).toBe(true);
-    const next = await contender.tryAcquire(key, { ttl: 300 });
+    const next = await contender.tryAcquire(key);
     expect(next).not.toBeNull();
     expect(next?.fence).toBeGreaterThan(lock.fence);
     expect(await next?.release()).toBe(true);
@@ -33,11 +35,11 @@ describe.each(storeRows())('lease renewal (%s store)', (_name, fixture) => {
   it('extend() renews the lease on demand while held', async () => {
     const [holder, contender] = await twoLockServices(store, apps);
     const key = uniqueKey('extended');
-    const lock = await holder.acquire(key, { ttl: 300, autoExtend: false });
-    await sleep(200);
-    await lock.extend(600);
+    const lock = await holder.acquire(key, { ttl: 800, autoExtend: false });
     await sleep(300);
-    // 500 ms after the grant: the original 300 ms lease would be gone, the extended one is not.
+    await lock.extend(2_000);
+    await sleep(700);
+    // 1 s after the grant: the original 800 ms lease would be gone, the extended one (to ~2.3 s) is not.
     expect(await contender.isLocked(key)).toBe(true);
     expect(await contender.tryAcquire(key)).toBeNull();
     expect(await lock.release()).toBe(true);

@@ -12,7 +12,7 @@ const runs: { instance: string; tick: number }[] = [];
 class TickJobs {
   instance = '';
 
-  @Locked('job:tick-with-min-hold', { wait: 0, onBusy: 'skip', minHold: 450 })
+  @Locked('job:tick-with-min-hold', { wait: 0, onBusy: 'skip', minHold: 500 })
   async withMinHold(tick: number): Promise<void> {
     await this.work(tick);
   }
@@ -38,7 +38,7 @@ async function startInstance(name: string, options: LockModuleOptions): Promise<
 }
 
 /**
- * Fires `job` on every instance at each tick, instance i's timer 100·i ms after the first (timers fire
+ * Fires `job` on every instance at each tick, instance i's timer 60·i ms after the first (timers fire
  * at the same tick, not the same instant), and returns how many times each tick ran.
  */
 async function fireTicks(
@@ -51,12 +51,14 @@ async function fireTicks(
     const tickStart = performance.now();
     await Promise.all(
       instances.map(async (instance, index) => {
-        await sleep(index * 100);
+        await sleep(index * 60);
         await job(instance.get(TickJobs), tick);
       }),
     );
-    // The next tick 600 ms after this one began: past minHold, so every tick can run once.
-    await sleep(Math.max(0, tickStart + 600 - performance.now()));
+    // The next tick 700 ms after this one began: past minHold, so every tick can run once. A stall of the
+    // loaded machine has ~380 ms before the last instance would run a tick again (minHold 500 against its
+    // 120 ms offset) and ~320 ms before all three would skip the next one (700 + 120 against 500).
+    await sleep(Math.max(0, tickStart + 700 - performance.now()));
   }
   return Array.from({ length: ticks }, (_, tick) => runs.filter((run) => run.tick === tick).length);
 }

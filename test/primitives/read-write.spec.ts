@@ -126,7 +126,7 @@ describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('read
     expect(await first.isLocked(key)).toBe(false);
   });
 
-  it('a writer behind a continuous stream of readers gets in within 1 s (new readers queue behind it)', async () => {
+  it('a writer behind a continuous stream of readers gets in within 1.5 s (new readers queue behind it)', async () => {
     const [first, second] = await twoLockServices(store, apps);
     const key = uniqueKey('rw-stream');
     let readers = 0;
@@ -134,7 +134,8 @@ describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('read
     let writerAsked = false;
     let stop = false;
     const streams: Promise<void>[] = [];
-    // A new reader every 20 ms, each reading for 150 ms: about 7 overlap, the key is never free of readers.
+    // A new reader every 20 ms, each reading for 400 ms: about 20 overlap, the key is never free of readers (with
+    // 150 ms a stall of the loaded test machine let every reader's timer fire before the next grant was read).
     const stream = (async () => {
       for (let i = 0; !stop; i++) {
         streams.push(
@@ -143,7 +144,7 @@ describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('read
               key,
               async () => {
                 readers++;
-                await sleep(150);
+                await sleep(400);
                 readers--;
                 if (readers === 0 && !writerAsked) gapsBeforeWriter++;
               },
@@ -173,7 +174,8 @@ describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('read
     await stream;
     await Promise.all(streams);
     console.log(JSON.stringify({ store: store.name, writerWaitedBehindReaderStreamMs: Math.round(waited) }));
-    expect(waited).toBeLessThan(1_000);
+    // Starving would be the whole 10 s wait; the readers inside when it asks hold at most 400 ms more.
+    expect(waited).toBeLessThan(1_500);
   });
 
   it('several readers waiting behind a writer all get in on its one release (the wake-up is passed on)', async () => {

@@ -1,5 +1,6 @@
 import type { LockModuleOptions, LockService } from '../../../lib';
 import type { LockApp } from '../../support/lock-app';
+import { eventually } from '../../support/eventually';
 import type { StoreUnderTest } from '../../support/store-matrix';
 
 /**
@@ -17,4 +18,21 @@ export async function twoLockServices(
   if (!store.sharedAcrossModules) return [first.locks, first.locks];
   const second = await apps.start(store.options(extra));
   return [first.locks, second.locks];
+}
+
+/**
+ * Resolves once `side` gets `key` (and lets it go at once), polling for up to `ms`: "free again within moments
+ * of the hold-over's end", without a one-shot check that a stall of the loaded machine can put before it.
+ */
+export async function becomesFree(side: LockService, key: string, ms: number, options?: { limit?: number }): Promise<void> {
+  await eventually(
+    async () => {
+      const next = await side.tryAcquire(key, options);
+      if (!next) return false;
+      await next.release();
+      return true;
+    },
+    ms,
+    `"${key}" free again`,
+  );
 }
