@@ -8,6 +8,7 @@ import { CLIENT_FAMILIES, CLIENT_FAMILY_NAMES, type LentClient } from '../suppor
 import { eventually } from '../support/eventually';
 import { createLockApp, trackLockApps, uniqueKey } from '../support/lock-app';
 import { type RedisProcess, startRedisServers } from '../support/redis-server';
+import { waiterAsleep } from '../support/waiters';
 
 /** How many connections a server has now (this probe's own included). */
 async function connections(server: RedisProcess): Promise<number> {
@@ -46,7 +47,8 @@ describe('LockModule with a lent client of each family', () => {
       const key = uniqueKey(name);
       const held = await holder.locks.acquire(key);
       const waiting = waiter.locks.acquire(key, { wait: 5_000 });
-      await sleep(100);
+      // Asleep, so subscribed: its subscriber connection exists before the release.
+      await waiterAsleep(waiter.locks, key);
       const releasedAt = performance.now();
       await held.release();
       const next = await waiting;

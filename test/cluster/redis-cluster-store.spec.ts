@@ -2,6 +2,7 @@ import { Cluster } from 'ioredis';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { InvalidLockKeyError, LockLostError } from '../../lib';
 import { LockKeyNamer } from '../../lib/keys';
+import { eventually } from '../support/eventually';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { type RedisClusterProcess, startRedisCluster } from '../support/redis-cluster';
 
@@ -83,7 +84,8 @@ describe('Redis store on a real 3-master Redis Cluster (ioredis Cluster as `redi
   });
 
   it('auto-extension keeps a lock past its ttl; losing it (keys deleted) aborts the signal', async () => {
-    const { locks } = await apps.start({ redis: client, ttl: 600 });
+    // ttl 1000: each renewal has ~670 ms to come back from a master sharing 2 loaded cores; 1.5 s is past it.
+    const { locks } = await apps.start({ redis: client, ttl: 1_000 });
     const key = uniqueKey('renewed');
     const lock = await locks.acquire(key);
     await sleep(1_500);
@@ -150,7 +152,7 @@ describe('Redis store on a real 3-master Redis Cluster (ioredis Cluster as `redi
     const key = uniqueKey('report');
     const readers = [await first.locks.acquire(key, { mode: 'read' }), await second.locks.acquire(key, { mode: 'read' })];
     const writer = second.locks.acquire(key, { mode: 'write', wait: 8_000 });
-    await sleep(150);
+    await eventually(async () => (await client.exists(namer.names(key).writerKey)) === 1, 2_000, "the writer's intent recorded");
     // The writer's intent keeps new readers out.
     expect(await first.locks.tryAcquire(key, { mode: 'read' })).toBeNull();
     await Promise.all(readers.map((reader) => reader.release()));

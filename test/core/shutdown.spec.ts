@@ -129,7 +129,7 @@ describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('
 describe('shutdown with an acquire in flight (one Redis)', () => {
   let redis: RedisProcess;
   beforeAll(async () => {
-    redis = await startRedis({ args: ['--enable-debug-command', 'yes'] });
+    redis = await startRedis();
   });
   afterAll(() => redis?.stop());
 
@@ -137,16 +137,23 @@ describe('shutdown with an acquire in flight (one Redis)', () => {
     const app = await createLockApp({ redis: redis.url, ttl: 20_000 });
     await app.locks.isLocked(uniqueKey('connect'));
     const key = uniqueKey('in-flight');
-    // Redis answers nothing for 300 ms: the acquire below is sent, and answered only after close() began.
-    const stalled = redis.command('DEBUG', 'SLEEP', '0.3');
-    await sleep(20);
-    const pending = app.locks.acquire(key).then(
-      () => 'granted',
-      (error: Error) => error.name,
-    );
-    await sleep(20);
-    await app.close();
-    await stalled;
+    // Redis is frozen (SIGSTOP) before the acquire is sent and thawed only after close() began, so its answer
+    // arrives during shutdown however slow the machine (a DEBUG SLEEP of 300 ms raced the test's own timers).
+    redis.pause();
+    let pending: Promise<string>;
+    try {
+      pending = app.locks.acquire(key).then(
+        () => 'granted',
+        (error: Error) => error.name,
+      );
+      await sleep(20);
+      const closing = app.close();
+      await sleep(50);
+      redis.resume();
+      await closing;
+    } finally {
+      redis.resume();
+    }
     expect(await pending).toBe('LockUnavailableError');
     expect(await redis.command('EXISTS', `lock:{${key}}`)).toBe(0);
   });

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { commandStats, statsDelta } from '../support/redis-stats';
 import { countScriptCalls } from '../support/script-calls';
+import { waiterAsleep } from '../support/waiters';
 import { freshLock, freshToken, redlockStore, type RedlockNodes, startRedlockNodes } from './helpers/redlock-nodes';
 
 /** Redlock defects found in review (issue 11), reproduced as reported; each test failed before its fix. */
@@ -195,7 +196,7 @@ describe('Redlock defects over 3 real nodes', () => {
     // waiter's token, the hub kept it as the last release seen, and the waiter's own release, with the same
     // token, was then dropped as a repeat: no hand-over, no wake-up.
     const first = waiterSide.locks.acquire(key, { wait: 10_000, ttl: 5_000 });
-    await sleep(200);
+    await waiterAsleep(waiterSide.locks, key);
     // Queued behind the first (no barging): it sleeps until a release wakes it.
     const second = waiterSide.locks.acquire(key, { wait: 10_000, ttl: 5_000 });
     const lock = await first;

@@ -5,6 +5,7 @@ import { RedlockLockStore } from '../../lib/stores/redlock/redlock-lock.store';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { commandStats } from '../support/redis-stats';
 import { eventually, freshLock, freshToken, redlockStore, type RedlockNodes, startRedlockNodes, valuesOn } from './helpers/redlock-nodes';
+import { waiterAsleep } from '../support/waiters';
 
 /**
  * How a Redlock waiter learns that the grant that refused it is gone (review of the waiter rule, L1-L3):
@@ -116,7 +117,8 @@ describe('Redlock waiter wake-ups over 5 real nodes', () => {
     const value = await nodes.inspectors[0].get(names.lockKey);
     expect(value).not.toBeNull();
     const waiting = waiterSide.locks.acquire(key, { wait: Infinity, signal: AbortSignal.timeout(6_000) });
-    await sleep(300); // the waiter was refused, subscribed, and sleeps on the holder's remaining lease
+    // The waiter was refused, subscribed, and sleeps on the holder's remaining lease.
+    await waiterAsleep(waiterSide.locks, key);
     // The holder's release as two nodes apply it first: each deletes and announces (the waiter's process counts
     // it and wakes the waiter, whose attempt the three other nodes, not there yet, refuse for the same grant).
     const scriptCalls = async (): Promise<number> => {

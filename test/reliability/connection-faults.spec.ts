@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockLostError, LockUnavailableError, type Lock } from '../../lib';
+import { eventually } from '../support/eventually';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { recordUnhandledRejections } from '../support/real-process';
 import { startRedis, type RedisProcess } from '../support/redis-server';
@@ -40,7 +41,10 @@ describe('connection faults (one Redis)', () => {
   }
 
   it('CLIENT KILL of every library connection, three times, while locks are held: reconnect, renewals go on, the locks stay held', async () => {
-    const { locks } = await apps.start({ redis: server.url, ttl: TTL_MS });
+    // Twice TTL_MS: a renewal has 800 ms to come back across a reconnect on a loaded machine. The kills stay
+    // TTL_MS apart.
+    const ttl = TTL_MS * 2;
+    const { locks } = await apps.start({ redis: server.url, ttl });
     const [a, b, c, d] = ['a', 'b', 'c', 'd'].map(uniqueKey);
     const single = await locks.acquire(a, { ttl: 10_000 });
     const multi = await locks.acquire([b, c]);
@@ -48,7 +52,7 @@ describe('connection faults (one Redis)', () => {
     const running = locks.withLock(d, (lock) => new Promise<Lock>((resolve) => (insideRelease = () => resolve(lock))));
     // A waiter for `a`: it makes the library open its subscriber connection, which gets killed too.
     const waiter = locks.acquire(a, { wait: 10_000 });
-    await sleep(100);
+    await eventually(async () => (await clientList(server)).some((connection) => connection.sub > 0), 2_000, 'the waiter subscribed');
 
     const killedIds = new Set<string>();
     for (let round = 0; round < 3; round++) {
@@ -60,7 +64,7 @@ describe('connection faults (one Redis)', () => {
       connections.forEach((connection) => killedIds.add(connection.id));
       await sleep(TTL_MS);
     }
-    // 1.8 s after the first kill, three times the ttl: the keys are only there if renewals went on.
+    // 2.4 s after the first kill, twice the ttl: the keys are only there if renewals went on.
     await sleep(TTL_MS);
     for (const [key, lock] of [[a, single], [b, multi], [c, multi]] as const) {
       expect([key, await server.command('GET', leaseKey(key))]).toEqual([key, expect.stringMatching(`^${lock.token}\\|`)]);
@@ -124,7 +128,7 @@ describe('connection faults (one Redis)', () => {
         proxy.swallowReplies = true;
         const attempt = locks.acquire(keys, { wait: 0 });
         // The script ran in Redis (the keys are set) but its reply went nowhere; then the connection resets.
-        for (let i = 0; i < 250 && (await server.command('EXISTS', leaseKey(keys[keyCount - 1]))) !== 1; i++) await sleep(2);
+        await eventually(async () => (await server.command('EXISTS', leaseKey(keys[keyCount - 1]))) === 1, 3_000, 'the swallowed script run');
         const firstRun = await server.command('GET', leaseKey(keys[0]));
         proxy.resetAll();
         proxy.swallowReplies = false;
