@@ -61,7 +61,8 @@ describe.each(storeRows())('waiting for a busy key (%s store)', (_name, fixture)
     const abortedAt = performance.now();
     controller.abort(reason);
     expect(await waiting).toBe(reason);
-    expect(performance.now() - abortedAt).toBeLessThan(500);
+    // Not waiting on: that would be the whole wait. The bound leaves room for a stall of the loaded machine.
+    expect(performance.now() - abortedAt).toBeLessThan(2_000);
 
     // The cancelled waiter took nothing: once the holder lets go, the key is free.
     await holder.release();
@@ -75,7 +76,7 @@ describe.each(storeRows())('waiting for a busy key (%s store)', (_name, fixture)
     const reason = new Error('too late');
     const startedAt = performance.now();
     expect(await rejectionOf(waiterSide.acquire(key, { wait: LONG_TTL_MS, signal: AbortSignal.abort(reason) }))).toBe(reason);
-    expect(performance.now() - startedAt).toBeLessThan(500);
+    expect(performance.now() - startedAt).toBeLessThan(2_000);
     await holder.release();
   });
 

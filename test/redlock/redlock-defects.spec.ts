@@ -165,10 +165,11 @@ describe('Redlock defects over 5 real nodes', () => {
       const waitedMs = performance.now() - startedAt;
 
       console.log(`2 of 5 paused: tryAcquire ${tryAcquireMs.toFixed(0)} ms, wait 0 ${noWaitMs.toFixed(0)} ms, wait 1500 ${waitedMs.toFixed(0)} ms`);
-      // Before the fix: ~1005 ms for tryAcquire and wait 0 (a whole node timeout), and the wait overran by a second.
-      expect(tryAcquireMs).toBeLessThan(500);
-      expect(noWaitMs).toBeLessThan(500);
-      expect(waitedMs).toBeLessThan(1_500 + 300);
+      // Before the fix: ~1005 ms for tryAcquire and wait 0 (a whole node timeout), and the wait overran by a
+      // second. The bounds leave room for a stall of the loaded machine, and stay below those.
+      expect(tryAcquireMs).toBeLessThan(800);
+      expect(noWaitMs).toBeLessThan(800);
+      expect(waitedMs).toBeLessThan(1_500 + 700);
     } finally {
       nodes.servers[3].resume();
       nodes.servers[4].resume();
