@@ -69,11 +69,14 @@ describe.each(storeRows())('edge cases (%s store)', (_name, fixture) => {
     await eventually(async () => signal !== undefined, 2_000, 'the holder inside its critical section');
     const waiter = rejectionOf(app.locks.acquire(key, { wait: 5_000 }));
     await sleep(20);
-    await app.close();
-    expect(signal?.aborted).toBe(true);
-    expect(signal?.reason).toBeInstanceOf(LockLostError);
-    expect(await waiter).toBeInstanceOf(LockUnavailableError);
-    finish();
+    try {
+      await app.close();
+      expect(signal?.aborted).toBe(true);
+      expect(signal?.reason).toBeInstanceOf(LockLostError);
+      expect(await waiter).toBeInstanceOf(LockUnavailableError);
+    } finally {
+      finish();
+    }
     await running;
   });
 });

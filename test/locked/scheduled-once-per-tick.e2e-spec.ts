@@ -38,20 +38,21 @@ async function startInstance(name: string, options: LockModuleOptions): Promise<
 }
 
 /**
- * Fires `job` on every instance at each tick, instance i's timer 60·i ms after the first (timers fire
+ * Fires `job` on every instance at each tick, instance i's timer `offsetMs`·i ms after the first (timers fire
  * at the same tick, not the same instant), and returns how many times each tick ran.
  */
 async function fireTicks(
   instances: readonly INestApplicationContext[],
   job: (jobs: TickJobs, tick: number) => Promise<void>,
   ticks: number,
+  offsetMs: number,
 ): Promise<number[]> {
   runs.length = 0;
   for (let tick = 0; tick < ticks; tick++) {
     const tickStart = performance.now();
     await Promise.all(
       instances.map(async (instance, index) => {
-        await sleep(index * 60);
+        await sleep(index * offsetMs);
         await job(instance.get(TickJobs), tick);
       }),
     );
@@ -84,12 +85,14 @@ describe.each([
   });
 
   it('with minHold: runs exactly once per tick over 5 ticks, although each run takes only 10 ms', async () => {
-    const perTick = await fireTicks(instances, (jobs, tick) => jobs.withMinHold(tick), 5);
+    // 60 ms apart: the last instance fires 120 ms after the first, well inside minHold even after a stall.
+    const perTick = await fireTicks(instances, (jobs, tick) => jobs.withMinHold(tick), 5, 60);
     expect(perTick).toEqual([1, 1, 1, 1, 1]);
   });
 
   it('without minHold (the control): a late instance finds the lock free and runs the tick again', async () => {
-    const perTick = await fireTicks(instances, (jobs, tick) => jobs.withoutMinHold(tick), 2);
+    // 100 ms apart: well after the first instance's 10 ms run, so a late instance finds the key free.
+    const perTick = await fireTicks(instances, (jobs, tick) => jobs.withoutMinHold(tick), 2, 100);
     expect(perTick.some((count) => count > 1)).toBe(true);
   });
 });

@@ -161,16 +161,21 @@ describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('read
     expect(gapsBeforeWriter).toBe(0);
     writerAsked = true;
     const askedAt = performance.now();
-    const waited = await second.withLock(
-      key,
-      async () => {
-        expect(readers).toBe(0);
-        await sleep(20);
-        return performance.now() - askedAt;
-      },
-      { wait: 10_000 },
-    );
-    stop = true;
+    let waited: number;
+    try {
+      waited = await second.withLock(
+        key,
+        async () => {
+          expect(readers).toBe(0);
+          await sleep(20);
+          return performance.now() - askedAt;
+        },
+        { wait: 10_000 },
+      );
+    } finally {
+      // Also when the writer failed: the stream must not keep starting readers for the rest of the file.
+      stop = true;
+    }
     await stream;
     await Promise.all(streams);
     console.log(JSON.stringify({ store: store.name, writerWaitedBehindReaderStreamMs: Math.round(waited) }));

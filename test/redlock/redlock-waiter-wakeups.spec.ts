@@ -4,8 +4,14 @@ import { LockKeyNamer } from '../../lib/keys';
 import { RedlockLockStore } from '../../lib/stores/redlock/redlock-lock.store';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { commandStats } from '../support/redis-stats';
-import { eventually, freshLock, freshToken, redlockStore, type RedlockNodes, startRedlockNodes, valuesOn } from './helpers/redlock-nodes';
 import { waiterAsleep } from '../support/waiters';
+import { eventually, freshLock, freshToken, redlockStore, type RedlockNodes, startRedlockNodes, valuesOn } from './helpers/redlock-nodes';
+
+/** How many connections listen on `channel` on one node (PUBSUB NUMSUB). */
+async function subscribersOf(node: Redis, channel: string): Promise<number> {
+  const [, count] = (await node.call('PUBSUB', 'NUMSUB', channel)) as [string, number];
+  return Number(count);
+}
 
 /**
  * How a Redlock waiter learns that the grant that refused it is gone (review of the waiter rule, L1-L3):
@@ -117,24 +123,35 @@ describe('Redlock waiter wake-ups over 5 real nodes', () => {
     const value = await nodes.inspectors[0].get(names.lockKey);
     expect(value).not.toBeNull();
     const waiting = waiterSide.locks.acquire(key, { wait: Infinity, signal: AbortSignal.timeout(6_000) });
-    // The waiter was refused, subscribed, and sleeps on the holder's remaining lease.
+    // The waiter was refused, subscribed, and sleeps on the holder's remaining lease. Asleep means subscribed
+    // on a quorum of nodes; the announcements below come from chosen nodes, so every node must be listening.
     await waiterAsleep(waiterSide.locks, key);
+    await eventually(
+      async () => (await Promise.all(nodes.inspectors.map((node) => subscribersOf(node, names.channel)))).every((count) => count >= 1),
+      2_000,
+      'the waiter subscribed on every node',
+    );
     // The holder's release as two nodes apply it first: each deletes and announces (the waiter's process counts
     // it and wakes the waiter, whose attempt the three other nodes, not there yet, refuse for the same grant).
-    const scriptCalls = async (): Promise<number> => {
-      const stats = await commandStats(nodes.urls[2]);
+    const laggingNodes = [2, 3, 4];
+    const scriptCalls = async (node: number): Promise<number> => {
+      const stats = await commandStats(nodes.urls[node]);
       return (stats.evalsha ?? 0) + (stats.eval ?? 0);
     };
-    const callsBefore = await scriptCalls();
+    const callsBefore = await Promise.all(laggingNodes.map(scriptCalls));
     for (const node of [0, 1]) {
       await nodes.inspectors[node].del(names.lockKey);
       await nodes.inspectors[node].publish(names.channel, value as string);
     }
-    // Not before that attempt reached a lagging node (on a loaded machine it could come after the rest of the
-    // release and be granted, and the test would show nothing).
-    await eventually(async () => (await scriptCalls()) > callsBefore, 3_000, "the woken waiter's attempt on a lagging node");
-    await sleep(50);
-    for (const node of [2, 3, 4]) {
+    // Not before that attempt reached every lagging node and was refused there (on a loaded machine it could
+    // come after the rest of the release and be granted, and the test would show nothing): then it sleeps again.
+    await eventually(
+      async () => (await Promise.all(laggingNodes.map(scriptCalls))).every((calls, index) => calls > callsBefore[index]),
+      3_000,
+      "the woken waiter's attempt on every lagging node",
+    );
+    await waiterAsleep(waiterSide.locks, key);
+    for (const node of laggingNodes) {
       await nodes.inspectors[node].del(names.lockKey);
       await nodes.inspectors[node].publish(names.channel, value as string);
     }

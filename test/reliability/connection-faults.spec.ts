@@ -52,11 +52,21 @@ describe('connection faults (one Redis)', () => {
     const running = locks.withLock(d, (lock) => new Promise<Lock>((resolve) => (insideRelease = () => resolve(lock))));
     // A waiter for `a`: it makes the library open its subscriber connection, which gets killed too.
     const waiter = locks.acquire(a, { wait: 10_000 });
-    await eventually(async () => (await clientList(server)).some((connection) => connection.sub > 0), 2_000, 'the waiter subscribed');
 
     const killedIds = new Set<string>();
     for (let round = 0; round < 3; round++) {
-      const connections = await clientList(server);
+      // Connected (again, after the previous round's kill) and subscribed: ioredis needs ~50 ms and a ready
+      // check, a loaded machine longer.
+      let connections: Awaited<ReturnType<typeof clientList>> = [];
+      await eventually(
+        async () => {
+          connections = await clientList(server);
+          const fresh = connections.every((connection) => !killedIds.has(connection.id));
+          return fresh && connections.length >= 2 && connections.some((connection) => connection.sub > 0);
+        },
+        3_000,
+        round === 0 ? 'the waiter subscribed' : 'reconnected and resubscribed after the kill',
+      );
       expect(connections.length).toBeGreaterThanOrEqual(2);
       expect(connections.some((connection) => connection.sub > 0)).toBe(true);
       for (const connection of connections) expect(killedIds.has(connection.id)).toBe(false);
@@ -64,7 +74,8 @@ describe('connection faults (one Redis)', () => {
       connections.forEach((connection) => killedIds.add(connection.id));
       await sleep(TTL_MS);
     }
-    // 2.4 s after the first kill, twice the ttl: the keys are only there if renewals went on.
+    // At least 2.4 s after the first kill, twice the ttl: the keys of `multi` and `d` are only there if renewals
+    // went on (`a`, with its 10 s lease, shows that nothing deleted it).
     await sleep(TTL_MS);
     for (const [key, lock] of [[a, single], [b, multi], [c, multi]] as const) {
       expect([key, await server.command('GET', leaseKey(key))]).toEqual([key, expect.stringMatching(`^${lock.token}\\|`)]);

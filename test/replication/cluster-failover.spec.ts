@@ -162,6 +162,7 @@ describe('Redis store on Redis Cluster: a lease through a failover', () => {
       'a renewal through the new master acknowledged by the returned replica',
     );
     expect(await replicas[0].command('GET', namer.names(key).lockKey)).toMatch(`${held.token}|`);
+    expect(Number(await replicas[0].command('PTTL', namer.names(key).lockKey))).toBeGreaterThan(SURVIVING_TTL_MS / 2);
     expect(await held.release()).toBe(true);
     const next = await contender.locks.tryAcquire(key);
     expect(next).not.toBeNull();

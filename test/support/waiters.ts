@@ -2,15 +2,17 @@ import type { LockService } from '../../lib';
 import { LockKeyNamer } from '../../lib/keys';
 import { eventually } from './eventually';
 
-/** The default keyPrefix, which the suites that use waiterAsleep keep. */
-const namer = new LockKeyNamer('lock:');
+/** The module's default keyPrefix. */
+const DEFAULT_PREFIX = 'lock:';
 
 /**
  * Resolves once a single-key caller of `locks` sleeps waiting for `key`: its attempts refused, subscribed,
  * waiting for a release (the store's hasWaiters). Exact where a fixed sleep only hoped the waiter got there
- * first, which a stall of the loaded machine could undo.
+ * first, which a stall of the loaded machine could undo. On Redlock "subscribed" means on a quorum of the
+ * nodes, not necessarily all: a test that announces on chosen nodes checks their PUBSUB NUMSUB itself.
+ * `keyPrefix`: the module's, if it is not the default.
  */
-export function waiterAsleep(locks: LockService, key: string, ms = 5_000): Promise<void> {
-  const names = [namer.names(key)];
+export function waiterAsleep(locks: LockService, key: string, ms = 5_000, keyPrefix = DEFAULT_PREFIX): Promise<void> {
+  const names = [new LockKeyNamer(keyPrefix).names(key)];
   return eventually(async () => locks.store.hasWaiters(names), ms, `a waiter of "${key}" asleep`);
 }
