@@ -6,6 +6,7 @@ import { createLockApp, trackLockApps, uniqueKey } from '../support/lock-app';
 import { commandStats, statsDelta } from '../support/redis-stats';
 import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
 import { eventually } from '../support/eventually';
+import { subscribersOf } from '../support/waiters';
 import { rejectionOf } from './helpers/timing';
 
 /** Long enough that no lease expiry or fallback wake-up plays a part. */
@@ -42,10 +43,7 @@ describe.each(storeRows(storesUnderTest(['redis'])))(
      */
     async function asleep(key: string): Promise<void> {
       await eventually(
-        async () => {
-          const [, subscribers] = (await raw.call('PUBSUB', 'NUMSUB', names.names(key).channel)) as [string, number];
-          return Number(subscribers) >= 1;
-        },
+        async () => (await subscribersOf(raw, names.names(key).channel)) >= 1,
         5_000,
         'the waiter subscribed',
       );

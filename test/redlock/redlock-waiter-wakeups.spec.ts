@@ -4,14 +4,8 @@ import { LockKeyNamer } from '../../lib/keys';
 import { RedlockLockStore } from '../../lib/stores/redlock/redlock-lock.store';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { commandStats } from '../support/redis-stats';
-import { waiterAsleep } from '../support/waiters';
+import { subscribersOf, waiterAsleep } from '../support/waiters';
 import { eventually, freshLock, freshToken, redlockStore, type RedlockNodes, startRedlockNodes, valuesOn } from './helpers/redlock-nodes';
-
-/** How many connections listen on `channel` on one node (PUBSUB NUMSUB). */
-async function subscribersOf(node: Redis, channel: string): Promise<number> {
-  const [, count] = (await node.call('PUBSUB', 'NUMSUB', channel)) as [string, number];
-  return Number(count);
-}
 
 /**
  * How a Redlock waiter learns that the grant that refused it is gone (review of the waiter rule, L1-L3):

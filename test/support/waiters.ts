@@ -1,3 +1,4 @@
+import type Redis from 'ioredis';
 import type { LockService } from '../../lib';
 import { LockKeyNamer } from '../../lib/keys';
 import { eventually } from './eventually';
@@ -15,4 +16,10 @@ const DEFAULT_PREFIX = 'lock:';
 export function waiterAsleep(locks: LockService, key: string, ms = 5_000, keyPrefix = DEFAULT_PREFIX): Promise<void> {
   const names = [new LockKeyNamer(keyPrefix).names(key)];
   return eventually(async () => locks.store.hasWaiters(names), ms, `a waiter of "${key}" asleep`);
+}
+
+/** How many connections listen on `channel` on the server `client` is connected to (PUBSUB NUMSUB). */
+export async function subscribersOf(client: Redis, channel: string): Promise<number> {
+  const [, count] = (await client.call('PUBSUB', 'NUMSUB', channel)) as [string, number];
+  return Number(count);
 }

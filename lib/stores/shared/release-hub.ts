@@ -40,22 +40,27 @@ interface Sleeper {
   readonly blockedBy: readonly string[] | undefined;
 }
 
+/** A release counted lately on a channel (see ChannelState.recent). */
+interface RecentRelease {
+  readonly token: string;
+  /** The value `releases` took when it was counted (see HubWatch.releasedSince). */
+  readonly counted: number;
+  /** The value `heard` took at its latest announcement, a repeat or not. */
+  heard: number;
+}
+
 interface ChannelState {
   /** Releases announced on this channel so far. */
   releases: number;
   /** Announcements heard on this channel so far, repeats of a counted release included. */
   heard: number;
   /**
-   * Tokens of the releases counted lately, oldest first: one release reaches the hub several times (the
-   * local hand-over, then its PUBLISH; on Redlock one PUBLISH per node), possibly after later releases,
-   * and must be counted once. A window, not just the last token: with a hot key, other releases come
-   * between a hand-over and its own PUBLISH.
+   * The releases counted lately, oldest first: one release reaches the hub several times (the local
+   * hand-over, then its PUBLISH; on Redlock one PUBLISH per node), possibly after later releases, and must
+   * be counted once. A window, not just the last token: with a hot key, other releases come between a
+   * hand-over and its own PUBLISH.
    */
-  readonly recentTokens: string[];
-  /** Per recent token, the value `releases` took when it was counted (see HubWatch.releasedSince). */
-  readonly recentCounts: number[];
-  /** Per recent token, the value `heard` took at its latest announcement, a repeat or not. */
-  readonly recentHeard: number[];
+  readonly recent: RecentRelease[];
   watchers: number;
   /** Waiters asleep on this channel, in arrival order: a release wakes the first one only. */
   readonly sleepers: Sleeper[];
@@ -74,6 +79,12 @@ const MAX_LOCAL_HANDOVERS = 3;
 
 /** How many recent release tokens a channel remembers to count each release once. */
 const RECENT_TOKENS = 64;
+
+/** The release of `token` if the channel's window still holds it. */
+function recentRelease(state: ChannelState, token: string): RecentRelease | undefined {
+  for (const release of state.recent) if (release.token === token) return release;
+  return undefined;
+}
 
 /**
  * Turns release announcements into wake-ups, so waiters sleep instead of polling. Waiters of one process
@@ -101,27 +112,21 @@ export class ReleaseHub {
   }
 
   /**
-   * Counts a release once (see recentTokens) and wakes the next sleeper; false for a repeat. A repeat is
+   * Counts a release once (see ChannelState.recent) and wakes the next sleeper; false for a repeat. A repeat is
    * another node having applied that release (Redlock): it wakes a waiter those nodes refused for it
    * (see Sleeper.blockedBy), none other.
    */
   private count(state: ChannelState, token: string | undefined): boolean {
     state.heard++;
     if (token !== undefined && token !== '') {
-      const known = state.recentTokens.indexOf(token);
-      if (known >= 0) {
-        state.recentHeard[known] = state.heard;
+      const known = recentRelease(state, token);
+      if (known) {
+        known.heard = state.heard;
         this.wakeBlocked(state, token);
         return false;
       }
-      state.recentTokens.push(token);
-      state.recentCounts.push(state.releases + 1);
-      state.recentHeard.push(state.heard);
-      if (state.recentTokens.length > RECENT_TOKENS) {
-        state.recentTokens.shift();
-        state.recentCounts.shift();
-        state.recentHeard.shift();
-      }
+      state.recent.push({ token, counted: state.releases + 1, heard: state.heard });
+      if (state.recent.length > RECENT_TOKENS) state.recent.shift();
     }
     state.releases++;
     this.wakeNext(state);
@@ -249,9 +254,7 @@ export class ReleaseHub {
       state = {
         releases: 0,
         heard: 0,
-        recentTokens: [],
-        recentCounts: [],
-        recentHeard: [],
+        recent: [],
         watchers: 0,
         sleepers: [],
         subscribed: undefined,
@@ -296,19 +299,15 @@ class HubWatch implements ReleaseWatch {
     if (!refusedBy || this.states.length !== 1) return total !== mark;
     const state = this.states[0];
     let named = 0;
-    for (let i = state.recentCounts.length - 1; i >= 0 && state.recentCounts[i] > mark; i--) {
-      if (refusedBy.includes(state.recentTokens[i])) return true;
+    for (let i = state.recent.length - 1; i >= 0 && state.recent[i].counted > mark; i--) {
+      if (refusedBy.includes(state.recent[i].token)) return true;
       named++;
     }
     // Releases without a token, or more than the window remembers: they may have been of a refusing grant.
     if (named < total - mark) return true;
     // A refusing grant whose release was counted before the attempt, announced again since by another node
     // (a repeat, not counted): that node had not applied the release when the attempt reached it, and has now.
-    for (const token of refusedBy) {
-      const at = state.recentTokens.indexOf(token);
-      if (at >= 0 && state.recentHeard[at] > this.heardMark) return true;
-    }
-    return false;
+    return refusedBy.some((token) => (recentRelease(state, token)?.heard ?? 0) > this.heardMark);
   }
 
   async ready(): Promise<void> {
@@ -387,8 +386,8 @@ class HubWatch implements ReleaseWatch {
    */
   private releasedAlready(refusedBy: readonly string[] | undefined): readonly string[] | undefined {
     if (!refusedBy || this.states.length !== 1) return undefined;
-    const recent = this.states[0].recentTokens;
-    const released = refusedBy.filter((token) => recent.includes(token));
+    const state = this.states[0];
+    const released = refusedBy.filter((token) => recentRelease(state, token) !== undefined);
     return released.length > 0 ? released : undefined;
   }
 
