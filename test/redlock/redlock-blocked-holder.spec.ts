@@ -25,7 +25,9 @@ describe('Redlock holder with a blocked event loop (5 real Redis nodes)', () => 
     const holder = await apps.start({ nodes: nodes.option, ttl: TTL_MS });
     const other = await apps.start({ nodes: nodes.option, ttl: TTL_MS });
     const key = uniqueKey('blocked');
-    await (await other.locks.acquire(uniqueKey('warm-up'))).release();
+    // Connected, scripts loaded: warm-ups with a 5 s lease have a 1 s command timeout, while the module's 500 ms
+    // ttl leaves 100 ms, too little for a first command that also connects to the nodes.
+    for (const side of [holder, other]) await (await side.locks.acquire(uniqueKey('warm-up'), { ttl: 5_000 })).release();
     const lock = await holder.locks.acquire(key);
     expect(lock.signal.aborted).toBe(false);
 
@@ -36,8 +38,9 @@ describe('Redlock holder with a blocked event loop (5 real Redis nodes)', () => 
     expect(lock.signal.aborted).toBe(true);
     expect(lock.signal.reason).toBeInstanceOf(LockLostError);
     await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
-    // It really was gone: the leases expired in Redis during the block, and another client takes the key.
-    const next = await other.locks.acquire(key, { wait: 0 });
+    // It really was gone: the leases expired in Redis during the block, and another client takes the key (for
+    // 5 s, so a stall of the test process cannot cost it the lease before its signal is checked).
+    const next = await other.locks.acquire(key, { wait: 0, ttl: 5_000 });
     await expect(lock.release()).resolves.toBe(false);
     expect(next.signal.aborted).toBe(false);
     await next.release();
@@ -63,7 +66,8 @@ describe('Redlock holder with a blocked event loop (5 real Redis nodes)', () => 
   it('blocked during the acquisition with the default per-node timeout: no lock either, and no key outlives the ttl', async () => {
     const { locks } = await apps.start({ nodes: nodes.option, ttl: TTL_MS });
     const key = uniqueKey('blocked-acquire-timeouts');
-    await (await locks.acquire(uniqueKey('warm-up'))).release();
+    // Connected, scripts loaded; a 5 s lease gives the warm-up a 1 s command timeout (the module's ttl: 100 ms).
+    await (await locks.acquire(uniqueKey('warm-up'), { ttl: 5_000 })).release();
 
     const acquiring = locks.acquire(key, { wait: 0 });
     // Longer than the per-node timeout: once unblocked, the timeouts fire before any answer is read.

@@ -1,6 +1,6 @@
 import type { LockModuleOptions, LockService } from '../../../lib';
-import type { LockApp } from '../../support/lock-app';
 import { eventually } from '../../support/eventually';
+import { uniqueKey, type LockApp } from '../../support/lock-app';
 import type { StoreUnderTest } from '../../support/store-matrix';
 
 /**
@@ -14,10 +14,21 @@ export async function twoLockServices(
   apps: { start(options: LockModuleOptions): Promise<LockApp> },
   extra?: LockModuleOptions,
 ): Promise<[LockService, LockService]> {
-  const first = await apps.start(store.options(extra));
-  if (!store.sharedAcrossModules) return [first.locks, first.locks];
-  const second = await apps.start(store.options(extra));
-  return [first.locks, second.locks];
+  const first = await connected(apps.start(store.options(extra)));
+  if (!store.sharedAcrossModules) return [first, first];
+  const second = await connected(apps.start(store.options(extra)));
+  return [first, second];
+}
+
+/**
+ * The module's service once its connections are open. They open lazily, on the first command, which then
+ * also pays for the connect and ready check within its own timeout: a fifth of a short test ttl (100 ms for
+ * ttl 200) is too little on a loaded machine. isLocked has the 1 s timeout of a call without a ttl.
+ */
+async function connected(starting: Promise<LockApp>): Promise<LockService> {
+  const { locks } = await starting;
+  await locks.isLocked(uniqueKey('connect'));
+  return locks;
 }
 
 /**
@@ -35,4 +46,22 @@ export async function becomesFree(side: LockService, key: string, ms: number, op
     ms,
     `"${key}" free again`,
   );
+}
+
+/** One attempt by `side` at `key`: true when refused; a grant is let go at once. */
+export async function refusedNow(side: LockService, key: string, options?: { limit?: number }): Promise<boolean> {
+  const probe = await side.tryAcquire(key, options);
+  if (!probe) return true;
+  await probe.release();
+  return false;
+}
+
+/**
+ * Checks a hold-over with one probe (`busy`): it must still find the key busy, unless it ran after the moment
+ * the hold-over cannot end before (`notBefore`, e.g. taken before the holder's acquire + minHold). So a stall
+ * of the loaded machine that puts the probe past the hold-over passes, and a hold-over that ended early fails.
+ */
+export async function busyUntil(notBefore: number, busy: () => Promise<boolean>, what: string): Promise<void> {
+  if (await busy()) return;
+  expect(performance.now(), `${what}: found free ${(notBefore - performance.now()).toFixed(0)} ms early`).toBeGreaterThanOrEqual(notBefore);
 }
