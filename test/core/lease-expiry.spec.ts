@@ -35,11 +35,11 @@ describe.each(storeRows())('lease expiry (%s store)', (_name, fixture) => {
     expect(await staleSide.isLocked(key)).toBe(false);
   });
 
-  // Each renewal has two thirds of a ttl to come back (800 and 400 ms here): with ttl 300 and 150 a loaded CI
+  // Each renewal has two thirds of a ttl to come back (800 and 1000 ms here): with ttl 300 and 150 a loaded CI
   // run once stalled the test's event loop past them, and the lease rightly read as not renewed.
   it.each([
     [1_200, 2_000],
-    [600, 1_500],
+    [1_500, 2_500],
   ])('an auto-extended lock (ttl %i) ends at maxHold %i, and says so: not a renewal failure', async (ttl, maxHold) => {
     const [locks] = await twoLockServices(store, apps);
     const lock = await locks.acquire(uniqueKey('max-hold'), { ttl, maxHold });

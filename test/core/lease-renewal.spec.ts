@@ -11,15 +11,15 @@ describe.each(storeRows())('lease renewal (%s store)', (_name, fixture) => {
   afterAll(() => store?.teardown());
   const apps = trackLockApps();
 
-  // ttl 600: each renewal has 400 ms to come back, so a stall of the loaded test machine is not read as a
-  // lost lease (ttl 300 left 200 ms).
-  it('a lock with a 600 ms ttl held for 3 ttl stays held; after release the key is free at once', async () => {
+  // ttl 1.5 s: each renewal has 1 s to come back, so a stall of the loaded test machine is not read as a
+  // lost lease (ttl 600 left 400 ms). The second check is past the first ttl: only a renewed lease is there.
+  it('a lock with a 1.5 s ttl held past its ttl stays held; after release the key is free at once', async () => {
     const [holder, contender] = await twoLockServices(store, apps);
     const key = uniqueKey('renewed');
-    const lock = await holder.acquire(key, { ttl: 600 });
+    const lock = await holder.acquire(key, { ttl: 1_500 });
 
-    for (let check = 0; check < 4; check++) {
-      await sleep(450);
+    for (let check = 0; check < 2; check++) {
+      await sleep(1_100);
       expect(lock.signal.aborted).toBe(false);
       expect(await contender.isLocked(key)).toBe(true);
       expect(await contender.tryAcquire(key)).toBeNull();
@@ -35,11 +35,12 @@ describe.each(storeRows())('lease renewal (%s store)', (_name, fixture) => {
   it('extend() renews the lease on demand while held', async () => {
     const [holder, contender] = await twoLockServices(store, apps);
     const key = uniqueKey('extended');
-    const lock = await holder.acquire(key, { ttl: 800, autoExtend: false });
+    const lock = await holder.acquire(key, { ttl: 1_500, autoExtend: false });
     await sleep(300);
-    await lock.extend(2_000);
-    await sleep(700);
-    // 1 s after the grant: the original 800 ms lease would be gone, the extended one (to ~2.3 s) is not.
+    await lock.extend(4_000);
+    await sleep(1_700);
+    // 2 s after the grant: the original 1.5 s lease would be gone, and so would one extended by the ttl instead
+    // of the 4 s asked (to ~1.8 s); the extended one (to ~4.3 s) is not. Each side has 1.2 s or more for a stall.
     expect(await contender.isLocked(key)).toBe(true);
     expect(await contender.tryAcquire(key)).toBeNull();
     expect(await lock.release()).toBe(true);
