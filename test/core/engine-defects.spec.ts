@@ -156,8 +156,9 @@ describe('engine defects, one Redis', () => {
     expect(await sleeper).toBeInstanceOf(LockNotAcquiredError);
     const lock = await newcomer;
     const gotItAt = performance.now() - startedAt;
-    // Free from ~1000 ms (the holder's lease ends); before the fix the newcomer slept its 8 s ttl.
-    expect(gotItAt).toBeLessThan(3_000);
+    // Free from ~1000 ms (the holder's lease ends); before the fix the newcomer slept its 8 s ttl. The bound
+    // leaves 4 s for a stall of the loaded machine.
+    expect(gotItAt).toBeLessThan(5_000);
     await lock.release();
   });
 

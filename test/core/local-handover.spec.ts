@@ -216,8 +216,8 @@ describe.each(storeRows(storesUnderTest(['redis'])))(
       await sleep(100);
       const closingAt = performance.now();
       await first.close();
-      // Before the fix shutdown waited its whole 2 s budget for that hand-over.
-      expect(performance.now() - closingAt).toBeLessThan(1_500);
+      // Before the fix shutdown waited its whole 2 s budget for that hand-over (never less than 2 s).
+      expect(performance.now() - closingAt).toBeLessThan(1_950);
       expect((await waiting)?.constructor.name).toBe('LockUnavailableError');
       await other.release();
     });

@@ -51,8 +51,8 @@ async function expectWaitZeroApplied(imports: DynamicModule[], getLocks?: (get: 
     const holder = await locks.acquire(key);
     const startedAt = performance.now();
     expect(await rejectionOf(locks.acquire(key))).toBeInstanceOf(LockNotAcquiredError);
-    // wait: 0 from the settings, not the 10 s default.
-    expect(performance.now() - startedAt).toBeLessThan(1000);
+    // wait: 0 from the settings, not the 10 s default (the bound is half of it, for a stall of the loaded machine).
+    expect(performance.now() - startedAt).toBeLessThan(5_000);
     await holder.release();
   } finally {
     await module.close();

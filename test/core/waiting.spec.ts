@@ -96,6 +96,8 @@ describe.each(storeRows())('waiting for a busy key (%s store)', (_name, fixture)
       await lock.release();
     }
     expect(median(latencies)).toBeLessThan(100);
-    expect(Math.max(...latencies)).toBeLessThan(1000);
+    // Every round, not only most: a waiter never woken sleeps toward the 10 s lease's end (and gives up at its
+    // 8 s wait); 3 s leaves room for a stall of the loaded machine.
+    expect(Math.max(...latencies)).toBeLessThan(3_000);
   });
 });

@@ -102,6 +102,8 @@ describe('connection faults (one Redis)', () => {
 
   it('Redis restarted empty while a lock is held: its signal aborts within one lease, and the service keeps serving', async () => {
     const { locks } = await apps.start({ redis: server.url, ttl: TTL_MS * 2 });
+    // Connected first, with the 1 s timeout of a call without a ttl: the first acquire has a fifth of the ttl.
+    await locks.isLocked(uniqueKey('connect'));
     const key = uniqueKey('restart');
     // A few grants first, so the fence counter has something to forget.
     for (let i = 0; i < 3; i++) await (await locks.acquire(key)).release();
@@ -112,7 +114,9 @@ describe('connection faults (one Redis)', () => {
     await server.restart();
     const abortMs = (await within(lost, TTL_MS * 2 + BOUND_MS, 'the signal of the lock held across the restart')) - restartedFrom;
     expect(held.signal.reason).toBeInstanceOf(LockLostError);
-    expect(abortMs).toBeLessThan(TTL_MS * 2 + 500);
+    // Within about one lease of the restart; 1.5 s of slack for a stall of the loaded machine (the abort is a
+    // timer), while an abort that never comes is caught by within() above.
+    expect(abortMs).toBeLessThan(TTL_MS * 2 + 1_500);
 
     // Serving again: new acquisitions work once the client has reconnected (it retries by itself).
     const again = await retryWhile(LockUnavailableError, () => locks.acquire(key, { wait: 0 }), BOUND_MS);
@@ -162,6 +166,8 @@ describe('connection faults (one Redis)', () => {
       const paused = how.startsWith('paused');
       const app = await apps.start({ redis: server.url, ttl: TTL_MS });
       const { locks } = app;
+      // Connected first, with the 1 s timeout of a call without a ttl: the first acquire has 120 ms.
+      await locks.isLocked(uniqueKey('connect'));
       const renewed = await locks.acquire(uniqueKey('renewed'));
       const extended = await locks.acquire(uniqueKey('extended'));
       const released = await locks.acquire(uniqueKey('released'));
@@ -190,7 +196,9 @@ describe('connection faults (one Redis)', () => {
         `Redis ${paused ? 'paused' : 'killed'}: ${names.map((name, i) => `${name} ${outcomes[i].ms.toFixed(0)} ms`).join(', ')}; ` +
           `held lock lost after ${lostMs.toFixed(0)} ms (ttl ${TTL_MS})`,
       );
-      expect(lostMs).toBeLessThan(TTL_MS + 500);
+      // Legitimately lost at most ~TTL_MS after downAt; 1.5 s of slack for a stall around the validity deadline
+      // (the abort is a timer), while a renewal that hangs is caught by within() above.
+      expect(lostMs).toBeLessThan(TTL_MS + 1_500);
 
       if (paused) server.resume();
       else await server.restart();

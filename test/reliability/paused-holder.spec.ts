@@ -8,8 +8,12 @@ import { trackChildren } from './support/child-process';
 
 const TTL_MS = 1_000;
 const STEP_TIMEOUT_MS = 20_000;
-/** "Promptly": the bound the lost lock must be noticed within once the holder runs again (measured: a few ms). */
-const DETECT_BOUND_MS = 1_000;
+/**
+ * "Promptly": the bound the lost lock must be noticed within once the holder runs again (measured: a few ms).
+ * Generous, as the thawed child may not be scheduled at once on a busy machine; a signal that never aborts,
+ * or a late write accepted, is caught by the checks on abortReason, abortedAt and write.
+ */
+const DETECT_BOUND_MS = 3_000;
 
 /**
  * The GC-pause scenario (Kleppmann, "How to do distributed locking"): the holder process is frozen with
