@@ -148,8 +148,9 @@ describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('coun
     await mutex.release();
     // Free again: the key may be used as anything now (nothing to detect, nothing to overlap). On Redlock the
     // last node may apply the release a moment after the quorum did: meanwhile it counts as busy, not as a
-    // mistake (a minority), hence a wait rather than one attempt. Known, open: on Redlock a leftover of the
-    // other kind on one node was seen to last over 2 s in about one run in four (until a lease ends at most).
+    // mistake (a minority), hence a wait rather than one attempt. (A writer lease left on one node by the
+    // mode: 'write' attempt above, granted by its second script after its own undo, made this take 10 s in
+    // about one run in four: see RedisLockNode.inOrder.)
     const again = await second.acquire(key, { limit: 5, wait: 15_000 });
     expect(again).not.toBeNull();
     await again?.release();

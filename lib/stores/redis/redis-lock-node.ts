@@ -110,11 +110,21 @@ export class RedisLockNode {
   private closed = false;
   /** Whether the last command on the lock connection failed (see `failing`). */
   private lastFailed = false;
+  /** A quorum member's plain single-key attempts whose first script has not answered yet, by token (see inOrder). */
+  private readonly unanswered = new Map<string, PlainAttempt>();
+  /** Per token, the end of a quorum member's writer second script and the token's commands queued behind it. */
+  private readonly chains = new Map<string, Promise<void>>();
 
+  /**
+   * `quorumMember`: a Redlock node. Its store decides an attempt once a quorum answered and sends the undo,
+   * release or withdrawal to the other nodes at once, counting on each connection to run them after the
+   * attempt; a writer that meets readers takes a second script (see acquired), which needs inOrder for that.
+   */
   constructor(
     connection: RedisConnection | RedlockNode,
     readonly label: string,
     private readonly minReplicas?: MinReplicas,
+    private readonly quorumMember = false,
   ) {
     this.client = createLockClient(connection, label, this.logger);
   }
@@ -147,13 +157,71 @@ export class RedisLockNode {
   ): Promise<NodeAcquireReply> {
     // Not async (the hot path of every lock): like run(), it throws StoreClosedError synchronously once closed.
     if (isPermit(shape)) return this.acquirePermit(keys[0], token, ttl, timeoutMs, shape);
+    // A quorum member's attempt waits behind the token's writer second script and what queued behind it (an
+    // undo sent now would otherwise delete this attempt's grant: see inOrder).
+    if (this.quorumMember && this.chains.has(token)) return this.chained(token, () => this.acquireNow(keys, token, ttl, timeoutMs, queued, true));
+    return this.acquireNow(keys, token, ttl, timeoutMs, queued, false);
+  }
+
+  private acquireNow(
+    keys: readonly LockKeyNames[],
+    token: string,
+    ttl: number,
+    timeoutMs: number,
+    queued: boolean,
+    inChain: boolean,
+  ): Promise<NodeAcquireReply> {
     if (queued && keys.length === 1) return this.acquireWrite(keys[0], token, ttl, timeoutMs);
     const names: string[] = [];
     for (const key of keys) names.push(key.lockKey);
     for (const key of keys) names.push(key.fenceKey);
-    return this.granting(ACQUIRE, names, [token, ttl], keys, token, timeoutMs).then((reply) =>
-      this.acquired(reply as number[], keys, token, ttl, timeoutMs),
+    const sent = this.granting(ACQUIRE, names, [token, ttl], keys, token, timeoutMs);
+    if (!this.quorumMember || keys.length !== 1) return sent.then((reply) => this.acquired(reply as number[], keys, token, ttl, timeoutMs));
+    const attempt: PlainAttempt = { superseded: false, inChain };
+    this.unanswered.set(token, attempt);
+    const answered = (): void => {
+      if (this.unanswered.get(token) === attempt) this.unanswered.delete(token);
+    };
+    return sent.then(
+      (reply) => {
+        answered();
+        return this.acquired(reply as number[], keys, token, ttl, timeoutMs, attempt);
+      },
+      (error: unknown) => {
+        answered();
+        throw error;
+      },
     );
+  }
+
+  /**
+   * Runs a quorum member's undo, release or withdrawal for `token` in the token's order on this node. The
+   * store sends these to nodes that have not answered yet, and the connection runs them after the attempt's
+   * first script; but a writer that met readers takes a second one (see acquired), which would run after them:
+   * granted after its own undo or release (the readers gone meanwhile), or its intent recorded after its
+   * withdrawal, left on the node for a whole ttl and announced to nobody (readers refused by such leftovers on
+   * N - quorum + 1 nodes slept until they expired). So: while the first script is unanswered the command goes
+   * out at once and the second script is not sent (the attempt is superseded); while the second is in flight
+   * the command waits for it, and so does the token's next attempt (see acquire).
+   */
+  private inOrder<T>(token: string, command: () => Promise<T>): Promise<T> {
+    if (!this.quorumMember) return command();
+    if (this.chains.has(token)) return this.chained(token, command);
+    const attempt = this.unanswered.get(token);
+    if (attempt) attempt.superseded = true;
+    return command();
+  }
+
+  /** Runs `command` after the token's chain (if any) and makes it the chain's new end until it settles. */
+  private chained<T>(token: string, command: () => Promise<T>): Promise<T> {
+    const ahead = this.chains.get(token);
+    const result = ahead ? ahead.then(command) : command();
+    const end = result.then(noop, noop);
+    this.chains.set(token, end);
+    void end.then(() => {
+      if (this.chains.get(token) === end) this.chains.delete(token);
+    });
+    return result;
   }
 
   /** ACQUIRE_SCRIPT's answer: granted, busy, or (permits at the key) the writer's path. */
@@ -163,14 +231,21 @@ export class RedisLockNode {
     token: string,
     ttl: number,
     timeoutMs: number,
+    attempt?: PlainAttempt,
   ): NodeAcquireReply | Promise<NodeAcquireReply> {
     const status = Number(reply[0]);
     if (status === 1) return { acquired: true, fences: reply.slice(1).map(Number) };
     if (status === 0) return { acquired: false, retryAfter: Number(reply[1]), holder: String(reply[2] ?? '') };
     if (status === -3) {
       // Permits hold the key: readers (this is their writer) or a semaphore (a mix, refused). A writer for
-      // several keys only waits: queueing it on one key would keep readers of that key out for nothing.
-      if (keys.length === 1) return this.acquireWrite(keys[0], token, ttl, timeoutMs);
+      // several keys only waits: queueing it on one key would keep readers of that key out for nothing; nor
+      // does a quorum member's attempt already undone or released here (see inOrder).
+      if (keys.length === 1 && !attempt?.superseded) {
+        const write = (): Promise<NodeAcquireReply> => this.acquireWrite(keys[0], token, ttl, timeoutMs);
+        // The token's commands from now on wait for this script; an attempt that itself waited in the token's
+        // chain (see acquire) already ends it, its second script included.
+        return attempt && !attempt.inChain ? this.chained(token, write) : write();
+      }
       return { acquired: false, retryAfter: Number(reply[2]), holder: '' };
     }
     throw this.foreignData(keys[Number(reply[1]) - 1], status === -1 ? 'lock' : 'fence');
@@ -225,7 +300,8 @@ export class RedisLockNode {
     return this.write(script, names, args, timeoutMs, keys, (answer) => Number((answer as number[])[0]) === 1, 'grant').catch(
       async (error: unknown) => {
         // Granted, but on too few replicas to survive a failover: take it back before saying so.
-        if (error instanceof ReplicasNotAcknowledgedError) await this.undo(keys, token, timeoutMs, shape).catch(() => undefined);
+        // undoNow: this may be the writer's second script, which undo() would wait for (see inOrder).
+        if (error instanceof ReplicasNotAcknowledgedError) await this.undoNow(keys, token, timeoutMs, shape).catch(() => undefined);
         throw error;
       },
     );
@@ -251,7 +327,20 @@ export class RedisLockNode {
    * Removes a writer's intent (see WITHDRAW_SCRIPT); with `announce`, wakes the readers it kept waiting.
    */
   async withdraw(key: LockKeyNames, token: string, announce: boolean, timeoutMs: number): Promise<void> {
-    await this.run(WITHDRAW, [key.writerKey], [token, announce ? 1 : 0, key.channel, withdrawalMessage(token)], timeoutMs, [key]);
+    const args = [token, announce ? 1 : 0, key.channel, withdrawalMessage(token)];
+    await this.inOrder(token, () => this.run(WITHDRAW, [key.writerKey], args, timeoutMs, [key]));
+  }
+
+  /**
+   * Withdraws `token`'s intent, announced with `message`, if `recorded` (this node's late answer to the
+   * token's attempt) says it was recorded. Made now, in the token's order: behind the attempt's second script
+   * if that is in flight, and so ahead of the token's next attempt, whose fresh intent it must not remove.
+   */
+  withdrawIfRecorded(key: LockKeyNames, token: string, timeoutMs: number, recorded: Promise<boolean>, message: string): Promise<void> {
+    const send = async (): Promise<void> => {
+      if (await recorded) await this.run(WITHDRAW, [key.writerKey], [token, 1, key.channel, message], timeoutMs, [key]);
+    };
+    return this.quorumMember && this.chains.has(token) ? this.chained(token, send) : send();
   }
 
   /**
@@ -260,6 +349,11 @@ export class RedisLockNode {
    * to expire on its own, which delays the next holder and never admits two.
    */
   release(keys: readonly LockKeyNames[], token: string, timeoutMs: number, holdFor = 0, shape?: LockShape): Promise<number> {
+    if (this.quorumMember && !isPermit(shape)) return this.inOrder(token, () => this.releaseNow(keys, token, timeoutMs, holdFor, shape));
+    return this.releaseNow(keys, token, timeoutMs, holdFor, shape);
+  }
+
+  private releaseNow(keys: readonly LockKeyNames[], token: string, timeoutMs: number, holdFor: number, shape?: LockShape): Promise<number> {
     // Not async (a hot path): like run(), it throws StoreClosedError synchronously once closed.
     if (isPermit(shape)) {
       const key = keys[0];
@@ -284,7 +378,12 @@ export class RedisLockNode {
   }
 
   /** Takes back an attempt that did not become a lock, silently (see UNDO_SCRIPT). */
-  async undo(keys: readonly LockKeyNames[], token: string, timeoutMs: number, shape?: LockShape): Promise<void> {
+  undo(keys: readonly LockKeyNames[], token: string, timeoutMs: number, shape?: LockShape): Promise<void> {
+    if (this.quorumMember && !isPermit(shape)) return this.inOrder(token, () => this.undoNow(keys, token, timeoutMs, shape));
+    return this.undoNow(keys, token, timeoutMs, shape);
+  }
+
+  private async undoNow(keys: readonly LockKeyNames[], token: string, timeoutMs: number, shape?: LockShape): Promise<void> {
     if (isPermit(shape)) {
       await this.run(PERMIT_UNDO, [keys[0].lockKey, keys[0].permitsKey], [token], timeoutMs, keys);
       return;
@@ -481,3 +580,13 @@ export class StoreClosedError extends Error {
     this.name = 'StoreClosedError';
   }
 }
+
+/** A quorum member's plain single-key attempt until its first script answers (see RedisLockNode.inOrder). */
+interface PlainAttempt {
+  /** An undo, release or withdrawal of its token went out meanwhile: no second script is to follow. */
+  superseded: boolean;
+  /** Sent from the token's chain (see acquire): the chain's end already covers its second script. */
+  readonly inChain: boolean;
+}
+
+function noop(): void {}

@@ -5,6 +5,7 @@ import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState
 import { type NodeAcquireReply, type NodeHolder, RedisLockNode, isPermit } from '../redis/redis-lock-node';
 import { kindOf } from '../shared/kind-conflict';
 import { ReleaseHub } from '../shared/release-hub';
+import { withdrawalMessage } from '../shared/withdrawal-message';
 import { clockDrift, commandTimeoutFor } from '../shared/timing';
 import { fencesAgreed, type NodeGrant, writeBackFences } from './fence-write-back';
 import { type NodeAnswer, QuorumRound, quorumOf, semaphoreQuorumOf } from './quorum-round';
@@ -60,13 +61,15 @@ export class RedlockLockStore implements LockStore {
    * trip, and a hand-over's attempt must go out right behind the release, never wait for another's.
    */
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** Numbers the withdrawals of intents outcomes did not report (see withdrawUnreported). */
+  private lateWithdrawals = 0;
 
   constructor(
     connections: readonly RedlockNode[],
     private readonly options: RedlockLockStoreOptions,
   ) {
     if (connections.length === 0) throw new RangeError('Redlock needs at least one node');
-    this.nodes = connections.map((connection, index) => new RedisLockNode(connection, `nodes[${index}]`, options.minReplicas));
+    this.nodes = connections.map((connection, index) => new RedisLockNode(connection, `nodes[${index}]`, options.minReplicas, true));
     this.quorum = quorumOf(this.nodes.length);
     this.hub = new ReleaseHub({
       subscribe: (channel) => this.subscribe(channel),
@@ -126,7 +129,12 @@ export class RedlockLockStore implements LockStore {
     const verdict = await round.decide((answers) => this.acquireVerdict(answers, quorum));
     const answers = round.answersSoFar();
     // A writer queued on any node withdraws its intent from every node when done waiting.
-    const queued = answers.some((answer) => answer.ok && !answer.value.acquired && answer.value.queued === true);
+    const queued = answers.some(recordedIntent);
+    // Only a single-key mutex or writer records intents (see RedisLockNode.acquire); one the service already
+    // keeps queued (request.queued) it withdraws from every node itself when done waiting.
+    if (keys.length === 1 && !request.queued && !isPermit(shape) && (verdict === 'for' || !queued)) {
+      this.withdrawUnreported(round, answers, keys[0], token, timeout, verdict === 'for');
+    }
 
     if (verdict === 'for') {
       const grants: NodeGrant[] = [];
@@ -226,6 +234,40 @@ export class RedlockLockStore implements LockStore {
     // (see AcquireOutcome.refusedBy), when every refusal named its grant.
     const refusedBy = mistakes.length === 0 && !holders.has('') ? [...holders.keys()] : undefined;
     return { acquired: false, retryAfter: this.retryAfter(busy, failed, quorum), queued, refusedBy };
+  }
+
+  /**
+   * Withdraws the writer's intents this attempt recorded that its outcome will not report (the caller
+   * withdraws only those a busy outcome reports as `queued`): recorded on a node that answered after the
+   * verdict (a node with readers answers a writer a script later, see RedisLockNode.acquired), or beside a
+   * grant (`granted`: a grant never says queued). Left alone, such an intent lasts a writer ttl (renewed by
+   * the writer's next attempts) and its end is announced to nobody: readers refused by intents on N - quorum
+   * + 1 nodes slept until then, and a release that woke one of them was spent on a refused reader. A late
+   * one is withdrawn with an announcement, so the readers it refused look again, by a withdrawal made now in
+   * the token's order on that node and sent once the answer shows the intent (see withdrawIfRecorded); one
+   * beside a grant silently, before the grant's release, which wakes them.
+   */
+  private withdrawUnreported(
+    round: QuorumRound<NodeAcquireReply>,
+    answers: readonly NodeAnswer<NodeAcquireReply>[],
+    key: LockKeyNames,
+    token: string,
+    timeout: number,
+    granted: boolean,
+  ): void {
+    if (granted) {
+      for (const answer of answers) {
+        if (recordedIntent(answer)) this.nodes[answer.node].withdraw(key, token, false, timeout).catch(() => undefined);
+      }
+    }
+    if (answers.length === this.nodes.length) return;
+    // Its own occasion: this writer may withdraw again (a later attempt's late node, or when it gives up), and
+    // a repeat of the same message would wake nobody (see withdrawalMessage).
+    const message = withdrawalMessage(token, `late${++this.lateWithdrawals}`);
+    round.answers.forEach((late, node) => {
+      if (answers.some((answer) => answer.node === node)) return;
+      this.nodes[node].withdrawIfRecorded(key, token, timeout, late.then(recordedIntent), message).catch(() => undefined);
+    });
   }
 
   /**
@@ -569,4 +611,9 @@ function isCallersMistake(error: unknown): boolean {
 
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** Whether a node's answer says it recorded the writer's intent (refused, queued ahead of new readers). */
+function recordedIntent(answer: NodeAnswer<NodeAcquireReply>): boolean {
+  return answer.ok && !answer.value.acquired && answer.value.queued === true;
 }

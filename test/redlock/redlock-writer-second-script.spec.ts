@@ -1,0 +1,128 @@
+import { LockKeyNamer } from '../../lib/keys';
+import { RedisLockNode } from '../../lib/stores/redis/redis-lock-node';
+import type { LockScript } from '../../lib/stores/clients/lock-script';
+import { type RedisProcess, startRedis } from '../support/redis-server';
+import { uniqueKey } from '../support/lock-app';
+
+/**
+ * A writer's plain attempt on a node where readers hold the key takes two scripts (ACQUIRE_SCRIPT answers
+ * -3, then WRITE_ACQUIRE_SCRIPT). The Redlock store fires the undo (or release, or withdrawal) of an attempt
+ * at nodes that have not answered yet, counting on each connection to run it after the attempt: true of the
+ * first script, not of the second, which then granted the writer after its own undo (the readers gone), or
+ * recorded its intent after its withdrawal, left on the node for a whole ttl and announced to nobody (10 s in
+ * semaphore.spec's Redlock row; readers asleep until such leftovers expired in the 3-process history run).
+ * A quorum member's node keeps a token's commands in order (RedisLockNode.inOrder). The second script is
+ * held at a gate on the node's client until the commands under test have been made, so the order of sends
+ * is fixed whatever the timing.
+ */
+describe('Redlock node: the commands of a token and its writer second script', () => {
+  let server: RedisProcess;
+  let node: RedisLockNode;
+  const namer = new LockKeyNamer('lock:');
+  const reader = { kind: 'read' } as const;
+  /** Second scripts (WRITE_ACQUIRE) sent so far. */
+  let secondScripts = 0;
+  /** Set by holdSecondScript(): the next second script waits for `open`, once it is `reached`. */
+  let gate: { arrived: () => void; opened: Promise<void> } | undefined;
+
+  beforeAll(async () => {
+    server = await startRedis();
+    node = new RedisLockNode(server.url, 'nodes[0]', undefined, true);
+    type RunScript = (script: LockScript, ...rest: unknown[]) => Promise<unknown>;
+    const client = (node as unknown as { client: { runScript: RunScript } }).client;
+    const runScript = client.runScript.bind(client);
+    client.runScript = (script, ...rest) => {
+      if (script.name !== 'nestLockWriteAcquire') return runScript(script, ...rest);
+      secondScripts++;
+      const held = gate;
+      gate = undefined;
+      if (!held) return runScript(script, ...rest);
+      held.arrived();
+      return held.opened.then(() => runScript(script, ...rest));
+    };
+  });
+  afterAll(async () => {
+    await node?.close();
+    await server?.stop();
+  });
+
+  /** Holds the next second script back: `reached` once the attempt's first script answered -3. */
+  function holdSecondScript(): { reached: Promise<void>; open: () => void } {
+    let arrived!: () => void;
+    let open!: () => void;
+    const reached = new Promise<void>((resolve) => (arrived = resolve));
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    gate = { arrived, opened };
+    return { reached, open };
+  }
+
+  /** A key held by one reader, and a writer's attempt whose second script is held back. */
+  async function writerMeetingReader(label: string): Promise<{ key: ReturnType<LockKeyNamer['names']>; attempt: ReturnType<RedisLockNode['acquire']>; open: () => void }> {
+    const key = namer.names(uniqueKey(label));
+    await node.acquire([key], 'reader|a', 10_000, 1_000, reader);
+    const second = holdSecondScript();
+    const attempt = node.acquire([key], 'writer|b', 10_000, 1_000);
+    await second.reached;
+    return { key, attempt, open: second.open };
+  }
+
+  it('an undo made while the first script is unanswered goes out at once, and no second script follows', async () => {
+    const key = namer.names(uniqueKey('superseded'));
+    await node.acquire([key], 'reader|a', 10_000, 1_000, reader);
+    const before = secondScripts;
+    // As the store does for a node still silent at its verdict: the attempt, the reader gone, then the undo.
+    const attempt = node.acquire([key], 'writer|b', 10_000, 1_000);
+    const released = node.release([key], 'reader|a', 1_000, 0, reader);
+    const undone = node.undo([key], 'writer|b', 1_000);
+    await expect(attempt).resolves.toMatchObject({ acquired: false, holder: '' });
+    await Promise.all([released, undone]);
+    expect(secondScripts).toBe(before);
+    // Before: the second script ran after the undo and granted the writer (the reader gone): EXISTS 1.
+    expect(await server.command('EXISTS', key.lockKey)).toBe(0);
+    expect(await server.command('EXISTS', key.writerKey)).toBe(0);
+  });
+
+  it('an undo made while the second script is in flight runs after it: no writer lease is left', async () => {
+    const { key, attempt, open } = await writerMeetingReader('chained-undo');
+    await node.release([key], 'reader|a', 1_000, 0, reader);
+    const undone = node.undo([key], 'writer|b', 1_000);
+    open();
+    await expect(attempt).resolves.toMatchObject({ acquired: true });
+    await undone;
+    expect(await server.command('EXISTS', key.lockKey)).toBe(0);
+  });
+
+  it("the token's next attempt waits for the undo chained before it: its grant survives (else two holders)", async () => {
+    const { key, attempt, open } = await writerMeetingReader('chained-next');
+    await node.release([key], 'reader|a', 1_000, 0, reader);
+    const undone = node.undo([key], 'writer|b', 1_000);
+    const next = node.acquire([key], 'writer|b', 10_000, 1_000);
+    open();
+    await Promise.all([attempt, undone]);
+    await expect(next).resolves.toMatchObject({ acquired: true });
+    expect(await server.command('GET', key.lockKey)).toBe('writer|b');
+  });
+
+  it('a withdrawal made while the second script is in flight runs after it: no intent is left', async () => {
+    const { key, attempt, open } = await writerMeetingReader('chained-withdraw');
+    const withdrawn = node.withdraw(key, 'writer|b', true, 1_000);
+    open();
+    await expect(attempt).resolves.toMatchObject({ acquired: false, queued: true });
+    await withdrawn;
+    expect(await server.command('EXISTS', key.writerKey)).toBe(0);
+  });
+
+  it("a late answer's conditional withdrawal, made before the next attempt, leaves that attempt's intent", async () => {
+    const { key, attempt, open } = await writerMeetingReader('late-withdraw');
+    // The store's busy verdict came from other nodes: undo, the withdrawal of what this late answer may record,
+    // then the waiter's next attempt, in that order.
+    const undone = node.undo([key], 'writer|b', 1_000);
+    const withdrawn = node.withdrawIfRecorded(key, 'writer|b', 1_000, attempt.then((answer) => !answer.acquired && answer.queued === true), 'writer|b|withdrawn|late');
+    const next = node.acquire([key], 'writer|b', 10_000, 1_000);
+    open();
+    await expect(attempt).resolves.toMatchObject({ acquired: false, queued: true });
+    await expect(next).resolves.toMatchObject({ acquired: false, queued: true });
+    await Promise.all([undone, withdrawn]);
+    expect(await server.command('EXISTS', key.writerKey)).toBe(1);
+  });
+});
