@@ -326,9 +326,14 @@ export class RedisLockNode {
   /**
    * Removes a writer's intent (see WITHDRAW_SCRIPT); with `announce`, wakes the readers it kept waiting.
    */
-  async withdraw(key: LockKeyNames, token: string, announce: boolean, timeoutMs: number): Promise<void> {
-    const args = [token, announce ? 1 : 0, key.channel, withdrawalMessage(token)];
+  async withdraw(key: LockKeyNames, token: string, announce: boolean, timeoutMs: number, message = withdrawalMessage(token)): Promise<void> {
+    const args = [token, announce ? 1 : 0, key.channel, message];
     await this.inOrder(token, () => this.run(WITHDRAW, [key.writerKey], args, timeoutMs, [key]));
+  }
+
+  /** Whether a writer's second script of `token` is in flight on this quorum member (see inOrder). */
+  secondScriptInFlight(token: string): boolean {
+    return this.quorumMember && this.chains.has(token);
   }
 
   /**

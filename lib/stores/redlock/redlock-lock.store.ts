@@ -263,10 +263,20 @@ export class RedlockLockStore implements LockStore {
     if (answers.length === this.nodes.length) return;
     // Its own occasion: this writer may withdraw again (a later attempt's late node, or when it gives up), and
     // a repeat of the same message would wake nobody (see withdrawalMessage).
-    const message = withdrawalMessage(token, `late${++this.lateWithdrawals}`);
-    round.answers.forEach((late, node) => {
-      if (answers.some((answer) => answer.node === node)) return;
-      this.nodes[node].withdrawIfRecorded(key, token, timeout, late.then(recordedIntent), message).catch(() => undefined);
+    let message: string | undefined;
+    const occasion = (): string => (message ??= withdrawalMessage(token, `late${++this.lateWithdrawals}`));
+    round.answers.forEach((late, index) => {
+      if (answers.some((answer) => answer.node === index)) return;
+      const node = this.nodes[index];
+      if (node.secondScriptInFlight(token)) {
+        // Its answer may record the intent; the token's next attempt will queue behind this withdrawal.
+        node.withdrawIfRecorded(key, token, timeout, late.then(recordedIntent), occasion()).catch(() => undefined);
+      } else if (granted) {
+        // Still at its first script: it may yet take a second one. No next attempt of this token follows a
+        // grant, so the withdrawal can wait for the answer.
+        void late.then((answer) => (recordedIntent(answer) ? node.withdraw(key, token, true, timeout, occasion()) : undefined)).catch(() => undefined);
+      }
+      // Otherwise the busy or failed attempt's undo, sent right after this, supersedes the second script.
     });
   }
 
