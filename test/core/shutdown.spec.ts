@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockModuleOptions } from '../../lib';
 import { CLIENT_FAMILIES, type LentClient } from '../support/client-families';
-import { createLockApp, trackLockApps, uniqueKey } from '../support/lock-app';
+import { connected, createLockApp, trackLockApps, uniqueKey } from '../support/lock-app';
 import { type RedisProcess, startRedis } from '../support/redis-server';
 import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
 
@@ -135,7 +135,7 @@ describe('shutdown with an acquire in flight (one Redis)', () => {
 
   it('the grant that arrives after shutdown began is taken back before the store closes', async () => {
     const app = await createLockApp({ redis: redis.url, ttl: 20_000 });
-    await app.locks.isLocked(uniqueKey('connect'));
+    await connected(app.locks);
     const key = uniqueKey('in-flight');
     // Redis is frozen (SIGSTOP) before the acquire is sent and thawed only after close() began, so its answer
     // arrives during shutdown (a DEBUG SLEEP of 300 ms raced the test's own timers); only a stall longer than

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type LockService, LockLostError, LockUnavailableError } from '../../lib';
-import { createLockApp, uniqueKey } from '../support/lock-app';
+import { connected, createLockApp, uniqueKey } from '../support/lock-app';
 import { recordUnhandledRejections } from '../support/real-process';
 import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
 import { abortedAt, rejectionOf, within } from './helpers/timing';
@@ -106,7 +106,7 @@ describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('
  * (once connected, a stall of the loaded machine can still cost it one timeout).
  */
 async function warmUp(locks: LockService): Promise<void> {
-  await locks.isLocked(uniqueKey('warm-up'));
+  await connected(locks);
   await (await retryUntilGranted(() => locks.acquire(uniqueKey('warm-up')), BOUND_MS)).release();
 }
 

@@ -2,7 +2,7 @@ import { Subscription } from 'rxjs';
 import type { LockEvent } from '../../lib';
 import { within } from '../support/deadlines';
 import { eventually } from '../support/eventually';
-import { trackLockApps, uniqueKey } from '../support/lock-app';
+import { connected, trackLockApps, uniqueKey } from '../support/lock-app';
 import { startRedis, type RedisProcess } from '../support/redis-server';
 
 const TTL_MS = 900;
@@ -25,9 +25,7 @@ describe('LockService.events (redis store)', () => {
   it('acquired, busy, released, lost, in the order they happened, with instance, waits and holds', async () => {
     const { locks } = await apps.start({ redis: redis.url, instance: 'worker-1', ttl: TTL_MS });
     const operator = await apps.start({ redis: redis.url, instance: 'ops' });
-    // Connected first, with the 1 s timeout of a call without a ttl (it emits no event): the first acquire
-    // would otherwise connect within the 180 ms of a 900 ms ttl.
-    await locks.isLocked(uniqueKey('connect'));
+    await connected(locks);
     const events: LockEvent[] = [];
     subscription = locks.events.subscribe(record(events));
     const key = uniqueKey('events');
@@ -59,7 +57,7 @@ describe('LockService.events (redis store)', () => {
 
   it('a lock lost inside withLock is reported lost once, and a lock held at shutdown once', async () => {
     const app = await apps.start({ redis: redis.url, instance: 'worker-2', ttl: TTL_MS });
-    await app.locks.isLocked(uniqueKey('connect')); // connected within 1 s, not within the first acquire's 180 ms
+    await connected(app.locks);
     const events: LockEvent[] = [];
     subscription = app.locks.events.subscribe(record(events));
     const [evicted, heldAtShutdown] = [uniqueKey('evicted'), uniqueKey('at-shutdown')];

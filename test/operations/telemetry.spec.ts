@@ -3,7 +3,7 @@ import { Test } from '@nestjs/testing';
 import { ConsoleLogger } from '@nestjs/common';
 import { LOCK_METRICS, LOCK_WAIT_SPAN, LockModule, LockService, Locked } from '../../lib';
 import { eventually } from '../support/eventually';
-import { trackLockApps, uniqueKey } from '../support/lock-app';
+import { connected, trackLockApps, uniqueKey } from '../support/lock-app';
 import { startRedis, type RedisProcess } from '../support/redis-server';
 import { captureOtel, histogramWhere, sumWhere, type OtelCapture } from './helpers/otel-capture';
 
@@ -42,9 +42,7 @@ describe('OpenTelemetry metrics and spans (redis store)', () => {
   it('counts acquisitions by outcome, times waits and holds, counts locks held and lost, spans a wait', async () => {
     const { locks } = await apps.start({ redis: redis.url, instance: 'a', ttl: TTL_MS });
     const other = await apps.start({ redis: redis.url, instance: 'b', ttl: TTL_MS });
-    // Connected first, with the 1 s timeout of a call without a ttl (no metric, no span): the first acquire
-    // would otherwise connect within the 180 ms of a 900 ms ttl.
-    await Promise.all([locks.isLocked(uniqueKey('connect')), other.locks.isLocked(uniqueKey('connect'))]);
+    await Promise.all([connected(locks), connected(other.locks)]);
     const key = uniqueKey('invoice');
     const label = { label: 'invoice' };
 

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockLostError, LockUnavailableError, type Lock } from '../../lib';
 import { eventually } from '../support/eventually';
-import { trackLockApps, uniqueKey } from '../support/lock-app';
+import { connected, trackLockApps, uniqueKey } from '../support/lock-app';
 import { recordUnhandledRejections } from '../support/real-process';
 import { startRedis, type RedisProcess } from '../support/redis-server';
 import { clientList, killClients } from './support/redis-clients';
@@ -102,8 +102,7 @@ describe('connection faults (one Redis)', () => {
 
   it('Redis restarted empty while a lock is held: its signal aborts within one lease, and the service keeps serving', async () => {
     const { locks } = await apps.start({ redis: server.url, ttl: TTL_MS * 2 });
-    // Connected first, with the 1 s timeout of a call without a ttl: the first acquire has a fifth of the ttl.
-    await locks.isLocked(uniqueKey('connect'));
+    await connected(locks);
     const key = uniqueKey('restart');
     // A few grants first, so the fence counter has something to forget.
     for (let i = 0; i < 3; i++) await (await locks.acquire(key)).release();
@@ -166,8 +165,7 @@ describe('connection faults (one Redis)', () => {
       const paused = how.startsWith('paused');
       const app = await apps.start({ redis: server.url, ttl: TTL_MS });
       const { locks } = app;
-      // Connected first, with the 1 s timeout of a call without a ttl: the first acquire has 120 ms.
-      await locks.isLocked(uniqueKey('connect'));
+      await connected(locks);
       const renewed = await locks.acquire(uniqueKey('renewed'));
       const extended = await locks.acquire(uniqueKey('extended'));
       const released = await locks.acquire(uniqueKey('released'));

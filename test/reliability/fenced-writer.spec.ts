@@ -1,6 +1,6 @@
 import Redis, { Cluster } from 'ioredis';
 import { FencedWriteRejectedError, FencedWriter, LockOptionsError, lastFenceKeyOf } from '../../lib';
-import { trackLockApps, uniqueKey } from '../support/lock-app';
+import { connected, trackLockApps, uniqueKey } from '../support/lock-app';
 import { startRedisCluster, type RedisClusterProcess } from '../support/redis-cluster';
 import { startRedis, type RedisProcess } from '../support/redis-server';
 
@@ -67,8 +67,7 @@ describe('FencedWriter (one Redis)', () => {
 
   it('takes the fence from a Lock: a holder whose lease expired is refused once the next holder wrote', async () => {
     const { locks } = await apps.start({ redis: server.url });
-    // Connected first, with the 1 s timeout of a call without a ttl: the ttl-200 acquire has only 100 ms.
-    await locks.isLocked(uniqueKey('connect'));
+    await connected(locks);
     const lockKey = uniqueKey('guard');
     const resource = uniqueKey('resource');
     const first = await locks.acquire(lockKey, { ttl: 200, autoExtend: false });

@@ -49,3 +49,14 @@ export function trackLockApps(): { start(options: LockModuleOptions): Promise<Lo
 export function uniqueKey(label: string): string {
   return `${label}-${randomBytes(5).toString('hex')}`;
 }
+
+/**
+ * Opens the module's connections before a test's first lock. They open lazily, on the first command, which
+ * then also pays for the connect and ready check within its own timeout: a fifth of a short test ttl (100 ms
+ * at ttl 500) is too little on a loaded machine. isLocked has the 1 s timeout of a call without a ttl, and
+ * emits no event, metric or span.
+ */
+export async function connected(locks: LockService): Promise<LockService> {
+  await locks.isLocked(uniqueKey('connect'));
+  return locks;
+}

@@ -326,9 +326,12 @@ export class RedisLockNode {
   /**
    * Removes a writer's intent (see WITHDRAW_SCRIPT); with `announce`, wakes the readers it kept waiting.
    */
-  async withdraw(key: LockKeyNames, token: string, announce: boolean, timeoutMs: number, message = withdrawalMessage(token)): Promise<void> {
-    const args = [token, announce ? 1 : 0, key.channel, message];
-    await this.inOrder(token, () => this.run(WITHDRAW, [key.writerKey], args, timeoutMs, [key]));
+  withdraw(key: LockKeyNames, token: string, announce: boolean, timeoutMs: number, message = withdrawalMessage(token)): Promise<void> {
+    return this.inOrder(token, () => this.withdrawNow(key, token, announce, timeoutMs, message));
+  }
+
+  private async withdrawNow(key: LockKeyNames, token: string, announce: boolean, timeoutMs: number, message: string): Promise<void> {
+    await this.run(WITHDRAW, [key.writerKey], [token, announce ? 1 : 0, key.channel, message], timeoutMs, [key]);
   }
 
   /** Whether a writer's second script of `token` is in flight on this quorum member (see inOrder). */
@@ -338,14 +341,14 @@ export class RedisLockNode {
 
   /**
    * Withdraws `token`'s intent, announced with `message`, if `recorded` (this node's late answer to the
-   * token's attempt) says it was recorded. Made now, in the token's order: behind the attempt's second script
-   * if that is in flight, and so ahead of the token's next attempt, whose fresh intent it must not remove.
+   * token's attempt, whose second script is in flight: see secondScriptInFlight) says it was recorded. Made
+   * now, in the token's order: behind that second script, and so ahead of the token's next attempt, whose
+   * fresh intent it must not remove.
    */
   withdrawIfRecorded(key: LockKeyNames, token: string, timeoutMs: number, recorded: Promise<boolean>, message: string): Promise<void> {
-    const send = async (): Promise<void> => {
-      if (await recorded) await this.run(WITHDRAW, [key.writerKey], [token, 1, key.channel, message], timeoutMs, [key]);
-    };
-    return this.quorumMember && this.chains.has(token) ? this.chained(token, send) : send();
+    return this.chained(token, async () => {
+      if (await recorded) await this.withdrawNow(key, token, true, timeoutMs, message);
+    });
   }
 
   /**

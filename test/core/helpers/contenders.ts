@@ -1,6 +1,6 @@
 import type { LockModuleOptions, LockService } from '../../../lib';
 import { eventually } from '../../support/eventually';
-import { uniqueKey, type LockApp } from '../../support/lock-app';
+import { connected, type LockApp } from '../../support/lock-app';
 import type { StoreUnderTest } from '../../support/store-matrix';
 
 /**
@@ -14,21 +14,10 @@ export async function twoLockServices(
   apps: { start(options: LockModuleOptions): Promise<LockApp> },
   extra?: LockModuleOptions,
 ): Promise<[LockService, LockService]> {
-  const first = await connected(apps.start(store.options(extra)));
+  const first = await connected((await apps.start(store.options(extra))).locks);
   if (!store.sharedAcrossModules) return [first, first];
-  const second = await connected(apps.start(store.options(extra)));
+  const second = await connected((await apps.start(store.options(extra))).locks);
   return [first, second];
-}
-
-/**
- * The module's service once its connections are open. They open lazily, on the first command, which then
- * also pays for the connect and ready check within its own timeout: a fifth of a short test ttl (100 ms for
- * ttl 200) is too little on a loaded machine. isLocked has the 1 s timeout of a call without a ttl.
- */
-async function connected(starting: Promise<LockApp>): Promise<LockService> {
-  const { locks } = await starting;
-  await locks.isLocked(uniqueKey('connect'));
-  return locks;
 }
 
 /**
