@@ -97,8 +97,9 @@ export interface SentinelDeployment {
   /** Kills the master (SIGKILL by PID) and resolves once it has exited. */
   killMaster(): Promise<void>;
   /**
-   * Resolves once every sentinel names the replica as master and it says so itself (role:master), with
-   * how long that took from `since` (performance.now()). The roles swap in this object.
+   * Resolves once every sentinel has switched to the replica as master, its failover over, and the replica
+   * says so itself (role:master), with how long that took from `since` (performance.now()). The roles swap
+   * in this object.
    */
   waitForFailover(since: number, timeoutMs?: number): Promise<number>;
   /**
@@ -151,13 +152,16 @@ export async function startSentinelDeployment(): Promise<SentinelDeployment> {
       const deadline = since + timeoutMs;
       let last: unknown;
       while (performance.now() < deadline) {
-        const addresses = await Promise.all(
-          sentinels.map((sentinel) => sentinel.command('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', SENTINEL_MASTER_NAME).catch(String)),
+        const views = await Promise.all(
+          sentinels.map((sentinel) => sentinel.command('SENTINEL', 'MASTER', SENTINEL_MASTER_NAME).then(masterView, String)),
         );
         const role = await promoted.command('ROLE').catch(String);
-        last = { addresses, role };
-        const named = addresses.every((address) => Array.isArray(address) && Number(address[1]) === promoted.port);
-        if (named && Array.isArray(role) && role[0] === 'master') {
+        last = { views, role };
+        // GET-MASTER-ADDR-BY-NAME already names the promoted replica while a sentinel is still reconfiguring
+        // (failover_in_progress); a killed master brought back then was seen promoted as well (both servers
+        // masters, no replica acknowledging anything). So: switched on every sentinel, its failover over.
+        const switched = views.every((view) => typeof view !== 'string' && view.port === promoted.port && view.flags === 'master');
+        if (switched && Array.isArray(role) && role[0] === 'master') {
           currentReplica = currentMaster;
           currentMaster = promoted;
           return performance.now() - since;
@@ -179,6 +183,13 @@ export async function startSentinelDeployment(): Promise<SentinelDeployment> {
     },
     stop: stopAll,
   };
+}
+
+/** The address and flags of a `SENTINEL MASTER` reply (a flat list of field names and values). */
+function masterView(reply: RespReply): { port: number; flags: string } | string {
+  if (!Array.isArray(reply)) return String(reply);
+  const field = (name: string): string => String(reply[reply.indexOf(name) + 1]);
+  return { port: Number(field('port')), flags: field('flags') };
 }
 
 async function startSentinel(master: RedisProcess): Promise<SentinelProcess> {
