@@ -32,7 +32,9 @@ describe('history checker: mutual exclusion across processes', () => {
       { length: PROCESSES },
       (_, processIndex) =>
         ({
-          lockOptions: { ttl: 2_000, wait: 5_000, ...lockOptions },
+          // ttl 4 s (2 s before): a worker descheduled for a second or two inside its critical section keeps
+          // its lease, so a lost lock or an overlap here is the library's, not the loaded machine's.
+          lockOptions: { ttl: 4_000, wait: 5_000, ...lockOptions },
           dataUrl: fleet.data.url,
           lockKey,
           counterKey,
