@@ -11,6 +11,14 @@ import { CommandTimeoutError, expireAfter, withTimeout } from '../shared/with-ti
 /** A command defineCommand added: `numkeys, ...keys, ...args`. */
 type DefinedScript = (numKeys: number, ...keysAndArgs: RedisArgument[]) => Promise<unknown>;
 
+/**
+ * Queues a command built by the caller on a pipeline (Pipeline#sendCommand, in ioredis 5 and 6 and iovalkey
+ * alike, but not in their typings of a pipeline); it is written to the socket the pipeline goes out on.
+ */
+function queueCommand(pipeline: IoredisPipeline, command: Command): void {
+  (pipeline as unknown as { sendCommand(queued: Command): unknown }).sendCommand(command);
+}
+
 interface IoredisPipeline {
   evalsha(sha: string, numKeys: number, ...keysAndArgs: RedisArgument[]): IoredisPipeline;
   eval(lua: string, numKeys: number, ...keysAndArgs: RedisArgument[]): IoredisPipeline;
@@ -329,17 +337,26 @@ export class IoredisLockClient implements LockClient {
   ): Promise<ReplicatedReply> {
     // A pipeline, not two calls: on a Cluster it is sent whole to the node of its keys (WAIT has none of
     // its own), and ioredis' NOSCRIPT fallback of a defined command would resend the script after WAIT.
+    // On a direct connection the script goes as a ScriptCommand: in full the first time on a socket, as a plain
+    // call does, so it is never answered NOSCRIPT and resent behind commands made meanwhile (an undo of this
+    // grant: the grant would then outlive it) except after a SCRIPT FLUSH under a live connection.
     const send = async (byHash: boolean): Promise<[Error | null, unknown][]> => {
       this.flushBatch();
       const pipeline = this.connection.pipeline();
-      if (byHash) pipeline.evalsha(script.sha, keys.length, ...keys, ...args);
+      if (byHash && this.direct) queueCommand(pipeline, new ScriptCommand(script, this.sentScripts, keys, args, Infinity));
+      else if (byHash) pipeline.evalsha(script.sha, keys.length, ...keys, ...args);
       else pipeline.eval(script.lua, keys.length, ...keys, ...args);
       pipeline.call('WAIT', replicas, timeoutMs);
       this.coalesceWrites();
       return (await pipeline.exec()) ?? [];
     };
     let results = await send(true);
-    if (isNoScript(results[0]?.[0])) results = await send(false);
+    let resent = false;
+    if (isNoScript(results[0]?.[0])) {
+      this.scriptsSent = new WeakMap();
+      results = await send(false);
+      resent = true;
+    }
     // On a Cluster, ioredis follows a redirection of a pipeline only when every command in it failed alike
     // (or the others are read-only); here WAIT, which has no key, succeeds on whichever node took the
     // pipeline, so a MOVED of the script comes back as is, and nothing learns the new owner of the slot:
@@ -351,11 +368,12 @@ export class IoredisLockClient implements LockClient {
     if (isMoved(results[0]?.[0]) && (await this.refreshSlots())) {
       results = await send(true);
       if (isNoScript(results[0]?.[0])) results = await send(false);
+      resent = true;
     }
     const [[scriptError, reply] = [null, undefined], [waitError, acks] = [null, 0]] = results;
     if (scriptError) throw scriptError;
     if (waitError) throw waitError;
-    return { reply, acks: Number(acks) };
+    return { reply, acks: Number(acks), resent };
   }
 
   exists(key: string): Promise<number> {

@@ -14,6 +14,11 @@ export type ClientFamily = 'ioredis' | 'node-redis';
 export interface ReplicatedReply {
   readonly reply: unknown;
   readonly acks: number;
+  /**
+   * The script ran on a second send (its first was answered NOSCRIPT, or MOVED on a Cluster): commands sent
+   * on the connection meanwhile, an undo of this very grant among them, may have run before it.
+   */
+  readonly resent: boolean;
 }
 
 /**

@@ -115,16 +115,18 @@ export class NodeRedisLockClient implements LockClient {
     const wait = ['WAIT', String(replicas), String(timeoutMs)];
     const command = this.scriptCommandFor(script, keys, args);
     let [scriptResult, waitResult] = await Promise.allSettled([this.send(keys[0], command), this.send(keys[0], wait)]);
+    let resent = false;
     if (command[0] === 'EVALSHA' && scriptResult.status === 'rejected' && isNoScript(scriptResult.reason)) {
       // The WAIT above ran before the script did: send both again.
       [scriptResult, waitResult] = await Promise.allSettled([
         this.send(keys[0], scriptCommand('EVAL', script.lua, keys, args)),
         this.send(keys[0], wait),
       ]);
+      resent = true;
     }
     if (scriptResult.status === 'rejected') throw scriptResult.reason;
     if (waitResult.status === 'rejected') throw waitResult.reason;
-    return { reply: scriptResult.value, acks: Number(waitResult.value) };
+    return { reply: scriptResult.value, acks: Number(waitResult.value), resent };
   }
 
   /**

@@ -10,6 +10,8 @@ export class ReplicasNotAcknowledgedError extends Error {
     readonly write: 'grant' | 'renewal' | 'fence',
     readonly acknowledged: number,
     readonly minReplicas: MinReplicas,
+    /** The script ran on a second send (see ReplicatedReply.resent): after commands made meanwhile. */
+    readonly resent = false,
   ) {
     super(
       `only ${acknowledged} of ${minReplicas.replicas} replica${minReplicas.replicas === 1 ? '' : 's'} ` +
