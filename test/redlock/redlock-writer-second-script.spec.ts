@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { LockKeyNamer } from '../../lib/keys';
 import { RedisLockNode } from '../../lib/stores/redis/redis-lock-node';
 import type { LockScript } from '../../lib/stores/clients/lock-script';
@@ -25,11 +26,11 @@ describe('Redlock node: the commands of a token and its writer second script', (
   /** Set by holdSecondScript(): the next second script waits for `open`, once it is `reached`. */
   let gate: { arrived: () => void; opened: Promise<void> } | undefined;
 
-  beforeAll(async () => {
-    server = await startRedis();
-    node = new RedisLockNode(server.url, 'nodes[0]', undefined, true);
+  /** A quorum member's node on `server` whose second scripts stop at the gate (see holdSecondScript). */
+  function gatedNode(label: string): RedisLockNode {
+    const gated = new RedisLockNode(server.url, label, undefined, true);
     type RunScript = (script: LockScript, ...rest: unknown[]) => Promise<unknown>;
-    const client = (node as unknown as { client: { runScript: RunScript } }).client;
+    const client = (gated as unknown as { client: { runScript: RunScript } }).client;
     const runScript = client.runScript.bind(client);
     client.runScript = (script, ...rest) => {
       if (script.name !== 'nestLockWriteAcquire') return runScript(script, ...rest);
@@ -40,6 +41,12 @@ describe('Redlock node: the commands of a token and its writer second script', (
       held.arrived();
       return held.opened.then(() => runScript(script, ...rest));
     };
+    return gated;
+  }
+
+  beforeAll(async () => {
+    server = await startRedis();
+    node = gatedNode('nodes[0]');
   });
   afterAll(async () => {
     await node?.close();
@@ -124,5 +131,37 @@ describe('Redlock node: the commands of a token and its writer second script', (
     await expect(next).resolves.toMatchObject({ acquired: false, queued: true });
     await Promise.all([undone, withdrawn]);
     expect(await server.command('EXISTS', key.writerKey)).toBe(1);
+  });
+
+  it.each(['before', 'after'])('close(): an undo chained behind a second script in flight, made %s close() began, still goes out', async (when) => {
+    const closing = gatedNode(`nodes[close-${when}]`);
+    const key = namer.names(uniqueKey(`close-${when}`));
+    await closing.acquire([key], 'reader|a', 10_000, 5_000, reader);
+    const second = holdSecondScript();
+    const attempt = closing.acquire([key], 'writer|b', 10_000, 5_000);
+    await second.reached;
+    await closing.release([key], 'reader|a', 5_000, 0, reader);
+    // The second script goes out to a frozen server, so it is still unanswered when close() is called.
+    server.pause();
+    let closed: Promise<void> | undefined;
+    let undone: Promise<void> | undefined;
+    try {
+      if (when === 'before') undone = closing.undo([key], 'writer|b', 5_000);
+      second.open();
+      await sleep(50);
+      closed = closing.close();
+      if (when === 'after') undone = closing.undo([key], 'writer|b', 5_000);
+      await sleep(50);
+      server.resume();
+      await expect(attempt).resolves.toMatchObject({ acquired: true });
+      await undone;
+      await closed;
+    } finally {
+      server.resume();
+    }
+    // Before: the undo, chained behind the second script, was refused once close() had begun: the writer's
+    // lease stayed for its 10 s. New work is refused all along.
+    expect(await server.command('EXISTS', key.lockKey)).toBe(0);
+    expect(() => closing.acquire([key], 'writer|c', 10_000, 5_000)).toThrow(/closed/);
   });
 });

@@ -106,8 +106,10 @@ export class RedisLockNode {
   private readonly client: LockClient;
   private subscriber: LockClient | undefined;
   private messageHandler: ((channel: string, token: string) => void) | undefined;
-  /** Set by close(): nothing is sent or opened afterwards (a lent client stays usable to its owner). */
+  /** Set by close(): nothing is sent or opened afterwards but a chain's commands (a lent client stays usable to its owner). */
   private closed = false;
+  /** True while a chained command is being sent (see chained): it goes out even once closed. */
+  private sendingChained = false;
   /** Whether the last command on the lock connection failed (see `failing`). */
   private lastFailed = false;
   /** A quorum member's plain single-key attempts whose first script has not answered yet, by token (see inOrder). */
@@ -159,7 +161,11 @@ export class RedisLockNode {
     if (isPermit(shape)) return this.acquirePermit(keys[0], token, ttl, timeoutMs, shape);
     // A quorum member's attempt waits behind the token's writer second script and what queued behind it (an
     // undo sent now would otherwise delete this attempt's grant: see inOrder).
-    if (this.quorumMember && this.chains.has(token)) return this.chained(token, () => this.acquireNow(keys, token, ttl, timeoutMs, queued, true));
+    if (this.quorumMember && this.chains.has(token)) {
+      // New work, refused once closed, although the chain's own commands are not.
+      this.refuseWhenClosed();
+      return this.chained(token, () => this.acquireNow(keys, token, ttl, timeoutMs, queued, true));
+    }
     return this.acquireNow(keys, token, ttl, timeoutMs, queued, false);
   }
 
@@ -171,13 +177,28 @@ export class RedisLockNode {
     queued: boolean,
     inChain: boolean,
   ): Promise<NodeAcquireReply> {
-    if (queued && keys.length === 1) return this.acquireWrite(keys[0], token, ttl, timeoutMs);
+    // The first script of a quorum member's attempt is tracked while unanswered (see inOrder and granting).
+    const attempt: PlainAttempt | undefined = this.quorumMember ? { superseded: false, takenBack: false, inChain } : undefined;
+    if (queued && keys.length === 1) {
+      const written = this.acquireWrite(keys[0], token, ttl, timeoutMs, attempt);
+      return attempt ? this.unansweredUntil(token, attempt, written, (reply) => reply) : written;
+    }
     const names: string[] = [];
     for (const key of keys) names.push(key.lockKey);
     for (const key of keys) names.push(key.fenceKey);
-    const sent = this.granting(ACQUIRE, names, [token, ttl], keys, token, timeoutMs);
-    if (!this.quorumMember || keys.length !== 1) return sent.then((reply) => this.acquired(reply as number[], keys, token, ttl, timeoutMs));
-    const attempt: PlainAttempt = { superseded: false, inChain };
+    if (!attempt) {
+      return this.granting(ACQUIRE, names, [token, ttl], keys, token, timeoutMs).then((reply) => this.acquired(reply as number[], keys, token, ttl, timeoutMs));
+    }
+    const sent = this.granting(ACQUIRE, names, [token, ttl], keys, token, timeoutMs, undefined, attempt);
+    return this.unansweredUntil(token, attempt, sent, (reply) => this.acquired(reply as number[], keys, token, ttl, timeoutMs, attempt));
+  }
+
+  /**
+   * Keeps a quorum member's first script among the token's unanswered attempts until `sent` settles (see
+   * inOrder), and hands its reply to `answer` in the same callback: a second script is chained before any
+   * other command of the token can look for the attempt.
+   */
+  private unansweredUntil<R, T>(token: string, attempt: PlainAttempt, sent: Promise<R>, answer: (reply: R) => T | Promise<T>): Promise<T> {
     this.unanswered.set(token, attempt);
     const answered = (): void => {
       if (this.unanswered.get(token) === attempt) this.unanswered.delete(token);
@@ -185,7 +206,7 @@ export class RedisLockNode {
     return sent.then(
       (reply) => {
         answered();
-        return this.acquired(reply as number[], keys, token, ttl, timeoutMs, attempt);
+        return answer(reply);
       },
       (error: unknown) => {
         answered();
@@ -204,18 +225,33 @@ export class RedisLockNode {
    * out at once and the second script is not sent (the attempt is superseded); while the second is in flight
    * the command waits for it, and so does the token's next attempt (see acquire).
    */
-  private inOrder<T>(token: string, command: () => Promise<T>): Promise<T> {
+  private inOrder<T>(token: string, command: () => Promise<T>, takesBack: boolean): Promise<T> {
     if (!this.quorumMember) return command();
     if (this.chains.has(token)) return this.chained(token, command);
     const attempt = this.unanswered.get(token);
-    if (attempt) attempt.superseded = true;
+    if (attempt) {
+      attempt.superseded = true;
+      if (takesBack) attempt.takenBack = true;
+    }
     return command();
   }
 
-  /** Runs `command` after the token's chain (if any) and makes it the chain's new end until it settles. */
+  /**
+   * Runs `command` after the token's chain (if any) and makes it the chain's new end until it settles. It is
+   * sent even once close() has begun: the chain's commands finish what was begun before (see close).
+   */
   private chained<T>(token: string, command: () => Promise<T>): Promise<T> {
     const ahead = this.chains.get(token);
-    const result = ahead ? ahead.then(command) : command();
+    const send = (): Promise<T> => {
+      // Every command sends synchronously (run and write check refuseWhenClosed before their first await).
+      this.sendingChained = true;
+      try {
+        return command();
+      } finally {
+        this.sendingChained = false;
+      }
+    };
+    const result = ahead ? ahead.then(send) : send();
     const end = result.then(noop, noop);
     this.chains.set(token, end);
     void end.then(() => {
@@ -251,10 +287,13 @@ export class RedisLockNode {
     throw this.foreignData(keys[Number(reply[1]) - 1], status === -1 ? 'lock' : 'fence');
   }
 
-  /** A writer on a key that readers may hold (see read-write-scripts.ts). */
-  private async acquireWrite(key: LockKeyNames, token: string, ttl: number, timeoutMs: number): Promise<NodeAcquireReply> {
+  /**
+   * A writer on a key that readers may hold (see read-write-scripts.ts). `attempt` when it is a quorum
+   * member's first script (a writer queued before); the second script runs in the token's chain instead.
+   */
+  private async acquireWrite(key: LockKeyNames, token: string, ttl: number, timeoutMs: number, attempt?: PlainAttempt): Promise<NodeAcquireReply> {
     const names = [key.lockKey, key.fenceKey, key.permitsKey, key.writerKey];
-    const reply = (await this.granting(WRITE_ACQUIRE, names, [token, ttl], [key], token, timeoutMs)) as unknown[];
+    const reply = (await this.granting(WRITE_ACQUIRE, names, [token, ttl], [key], token, timeoutMs, undefined, attempt)) as unknown[];
     const status = Number(reply[0]);
     if (status === 1) return { acquired: true, fences: [Number(reply[1])] };
     if (status === 0) {
@@ -274,7 +313,10 @@ export class RedisLockNode {
   ): Promise<NodeAcquireReply> {
     const names = [key.lockKey, key.fenceKey, key.permitsKey, key.writerKey];
     const limit = shape.kind === 'semaphore' ? shape.limit : 0;
-    const reply = (await this.granting(PERMIT_ACQUIRE, names, [token, ttl, recordOf(shape), limit], [key], token, timeoutMs, shape)) as unknown[];
+    // A quorum member's permit attempt is tracked too, for its take-back only (a permit has no second script).
+    const attempt: PlainAttempt | undefined = this.quorumMember ? { superseded: false, takenBack: false, inChain: false } : undefined;
+    const sent = this.granting(PERMIT_ACQUIRE, names, [token, ttl, recordOf(shape), limit], [key], token, timeoutMs, shape, attempt);
+    const reply = (await (attempt ? this.unansweredUntil(token, attempt, sent, (answer) => answer) : sent)) as unknown[];
     const status = Number(reply[0]);
     if (status === 1) return { acquired: true, fences: [Number(reply[1])], vacant: Number(reply[2]) === 1 };
     if (status === 0) return { acquired: false, retryAfter: Number(reply[1]), holder: '' };
@@ -285,7 +327,13 @@ export class RedisLockNode {
     throw this.foreignData(key, status === -1 ? 'lock' : 'fence');
   }
 
-  /** Runs a granting script; a grant too few replicas acknowledged is taken back before rejecting. */
+  /**
+   * Runs a granting script; a grant too few replicas acknowledged is taken back before rejecting, unless
+   * `attempt` (a quorum member's first script) was already taken back by an undo or release sent while it
+   * was unanswered: that one ran right after it on the connection, and the token's next attempt may have run
+   * since, whose grant a take-back sent now would delete. Not so for a script sent a second time (after
+   * NOSCRIPT): it ran after that undo, so its grant is taken back as any other.
+   */
   private granting(
     script: LockScript,
     names: readonly string[],
@@ -294,6 +342,7 @@ export class RedisLockNode {
     token: string,
     timeoutMs: number,
     shape?: LockShape,
+    attempt?: PlainAttempt,
   ): Promise<unknown> {
     // Not async: without minReplicas this is the acquire hot path, and each promise layer costs.
     if (!this.minReplicas) return this.run(script, names, args, timeoutMs, keys);
@@ -301,7 +350,9 @@ export class RedisLockNode {
       async (error: unknown) => {
         // Granted, but on too few replicas to survive a failover: take it back before saying so.
         // undoNow: this may be the writer's second script, which undo() would wait for (see inOrder).
-        if (error instanceof ReplicasNotAcknowledgedError) await this.undoNow(keys, token, timeoutMs, shape).catch(() => undefined);
+        if (error instanceof ReplicasNotAcknowledgedError && !(attempt?.takenBack && !error.resent)) {
+          await this.undoNow(keys, token, timeoutMs, shape).catch(() => undefined);
+        }
         throw error;
       },
     );
@@ -327,7 +378,7 @@ export class RedisLockNode {
    * Removes a writer's intent (see WITHDRAW_SCRIPT); with `announce`, wakes the readers it kept waiting.
    */
   withdraw(key: LockKeyNames, token: string, announce: boolean, timeoutMs: number, message = withdrawalMessage(token)): Promise<void> {
-    return this.inOrder(token, () => this.withdrawNow(key, token, announce, timeoutMs, message));
+    return this.inOrder(token, () => this.withdrawNow(key, token, announce, timeoutMs, message), false);
   }
 
   private async withdrawNow(key: LockKeyNames, token: string, announce: boolean, timeoutMs: number, message: string): Promise<void> {
@@ -357,7 +408,7 @@ export class RedisLockNode {
    * to expire on its own, which delays the next holder and never admits two.
    */
   release(keys: readonly LockKeyNames[], token: string, timeoutMs: number, holdFor = 0, shape?: LockShape): Promise<number> {
-    if (this.quorumMember && !isPermit(shape)) return this.inOrder(token, () => this.releaseNow(keys, token, timeoutMs, holdFor, shape));
+    if (this.quorumMember) return this.inOrder(token, () => this.releaseNow(keys, token, timeoutMs, holdFor, shape), true);
     return this.releaseNow(keys, token, timeoutMs, holdFor, shape);
   }
 
@@ -387,7 +438,7 @@ export class RedisLockNode {
 
   /** Takes back an attempt that did not become a lock, silently (see UNDO_SCRIPT). */
   undo(keys: readonly LockKeyNames[], token: string, timeoutMs: number, shape?: LockShape): Promise<void> {
-    if (this.quorumMember && !isPermit(shape)) return this.inOrder(token, () => this.undoNow(keys, token, timeoutMs, shape));
+    if (this.quorumMember) return this.inOrder(token, () => this.undoNow(keys, token, timeoutMs, shape), true);
     return this.undoNow(keys, token, timeoutMs, shape);
   }
 
@@ -472,9 +523,20 @@ export class RedisLockNode {
     await this.subscriber?.unsubscribe(channel);
   }
 
-  /** Closes the connections this node opened (its lock connection and subscriber); a lent client stays open. */
+  /**
+   * Closes the connections this node opened (its lock connection and subscriber); a lent client stays open.
+   * New work is refused at once. A quorum member's chains run out first (see chained): an undo, release or
+   * withdrawal chained behind a writer's second script in flight, made before or during close(), goes out
+   * once that answers; refused, it would leave the second script's lease or intent on this node for a ttl.
+   * Each chained command has its own timeout; CLOSE_DRAIN_MS bounds a chain of several behind a node that
+   * stopped answering, and a node whose last command failed is not waited for.
+   */
   async close(): Promise<void> {
     this.closed = true;
+    const deadline = performance.now() + CLOSE_DRAIN_MS;
+    while (this.chains.size > 0 && !this.lastFailed && performance.now() < deadline) {
+      await settledOrTimedOut(Promise.all(this.chains.values()), deadline - performance.now());
+    }
     const subscriber = this.subscriber;
     this.subscriber = undefined;
     await Promise.all([subscriber?.close(), this.client.close()]);
@@ -496,7 +558,7 @@ export class RedisLockNode {
    * or keep attempting on a connection being closed.
    */
   private refuseWhenClosed(): void {
-    if (this.closed) throw new StoreClosedError();
+    if (this.closed && !this.sendingChained) throw new StoreClosedError();
   }
 
   /** Runs a script, bounded by `timeoutMs`, its errors mapped by rethrow(). */
@@ -531,14 +593,14 @@ export class RedisLockNode {
     const minReplicas = this.minReplicas;
     if (!minReplicas) return this.run(script, names, args, timeoutMs, keys);
     this.refuseWhenClosed();
-    const { reply, acks } = await withTimeout(
+    const { reply, acks, resent } = await withTimeout(
       this.client.runScriptAndWait(script, names, args, minReplicas.replicas, minReplicas.timeout),
       timeoutMs + minReplicas.timeout,
     ).then(
       (answer) => this.succeeded(answer),
       (error: unknown) => this.failed(error, keys),
     );
-    if (wrote(reply) && acks < minReplicas.replicas) throw new ReplicasNotAcknowledgedError(what, acks, minReplicas);
+    if (wrote(reply) && acks < minReplicas.replicas) throw new ReplicasNotAcknowledgedError(what, acks, minReplicas, resent);
     return reply;
   }
 
@@ -593,8 +655,24 @@ export class StoreClosedError extends Error {
 interface PlainAttempt {
   /** An undo, release or withdrawal of its token went out meanwhile: no second script is to follow. */
   superseded: boolean;
+  /** That command was an undo or release: it deletes this attempt's grant, so no take-back is to follow either. */
+  takenBack: boolean;
   /** Sent from the token's chain (see acquire): the chain's end already covers its second script. */
   readonly inChain: boolean;
 }
 
 function noop(): void {}
+
+/** How long close() waits at most for a quorum member's chains to run out. */
+const CLOSE_DRAIN_MS = 2_000;
+
+/** Resolves when `promise` settles or after `ms`, whichever comes first, leaving no timer behind. */
+async function settledOrTimedOut(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms))));
+  try {
+    await Promise.race([promise.then(noop, noop), elapsed]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

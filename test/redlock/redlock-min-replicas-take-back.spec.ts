@@ -1,0 +1,167 @@
+import { LockKeyNamer } from '../../lib/keys';
+import type { LockKeyNames, LockShape } from '../../lib/stores/lock-store.interface';
+import { UNDO_SCRIPT } from '../../lib/stores/redis/lock-scripts';
+import type { LockScript } from '../../lib/stores/clients/lock-script';
+import { RedisLockNode } from '../../lib/stores/redis/redis-lock-node';
+import { ReplicasNotAcknowledgedError } from '../../lib/stores/redis/replicas-not-acknowledged.error';
+import { uniqueKey } from '../support/lock-app';
+import { type MasterWithReplica, startMasterWithReplica } from '../support/redis-sentinel';
+
+/**
+ * A Redlock node with minReplicas: an attempt's script is followed by WAIT, which holds the connection for up
+ * to minReplicas.timeout. The store's verdict does not wait for a slow node: it sends that node the attempt's
+ * undo at once, and the token's next attempt may follow on the same connection. If the first attempt's grant
+ * then comes back unacknowledged, the node used to send its own take-back (an undo) when the reply arrived:
+ * by then the connection had run the store's undo and the next attempt, so the late take-back deleted the
+ * next attempt's grant, which the caller counts as held (review M5, /work/reviews/redlock-ordering-review.md).
+ * The store's undo already follows the grant on the connection; no second one may be sent.
+ */
+describe('Redlock node with minReplicas: an unacknowledged grant already undone is not taken back again', () => {
+  let servers: MasterWithReplica;
+  let node: RedisLockNode;
+  const namer = new LockKeyNamer('lock:');
+  /** Undo scripts the node sent, in order; `onUndo` hears of each. */
+  let undoScripts = 0;
+  let onUndo: (() => void) | undefined;
+  /** WAIT's timeout: the first attempt's reply comes after it, its replica being frozen. */
+  const ACK_TIMEOUT_MS = 2_000;
+
+  beforeAll(async () => {
+    servers = await startMasterWithReplica();
+    node = new RedisLockNode(servers.master.url, 'nodes[0]', { replicas: 1, timeout: ACK_TIMEOUT_MS }, true);
+    type RunScript = (script: LockScript, ...rest: unknown[]) => Promise<unknown>;
+    const client = (node as unknown as { client: { runScript: RunScript } }).client;
+    const runScript = client.runScript.bind(client);
+    client.runScript = (script, ...rest) => {
+      if (script.name === 'nestLockUndo' || script.name === 'nestLockPermitUndo') {
+        undoScripts++;
+        onUndo?.();
+      }
+      return runScript(script, ...rest);
+    };
+  });
+  afterAll(async () => {
+    servers?.replica.resume();
+    await node?.close();
+    await servers?.stop();
+  });
+
+  /**
+   * The connection open and this shape's scripts sent once, with the replica acknowledging (a script's first
+   * send on a connection carries it in full, so none of the calls below is answered NOSCRIPT).
+   */
+  async function warmUp(shape?: LockShape): Promise<void> {
+    const key = namer.names(uniqueKey('warm-up'));
+    expect(await node.acquire([key], 'warm|up', 10_000, 10_000, shape)).toMatchObject({ acquired: true });
+    await node.undo([key], 'warm|up', 10_000, shape);
+  }
+
+  /** Holders of `key` on the master, with their remaining time. */
+  async function holdersOf(key: LockKeyNames): Promise<{ value: string; ttlLeft: number }[]> {
+    return (await node.inspect(key, 10_000))?.holders.map(({ value, ttlLeft }) => ({ value, ttlLeft })) ?? [];
+  }
+
+  const shapes = [
+    { what: 'a mutex', shape: undefined },
+    { what: "a semaphore's permit", shape: { kind: 'semaphore', limit: 3 } as const },
+  ];
+  it.each(shapes)("$what: the token's next attempt, made behind the store's undo, keeps its grant", async ({ shape }) => {
+    await warmUp(shape);
+
+    const key = namer.names(uniqueKey('taken-back'));
+    const token = 'token|same';
+    servers.replica.pause();
+    const undosBefore = undoScripts;
+    onUndo = undefined;
+    // The second undo sent from now on can only be a take-back of the first attempt (the store's is the first).
+    const lateTakeBack = new Promise<void>((resolve) => {
+      onUndo = () => {
+        if (undoScripts - undosBefore >= 2) resolve();
+      };
+    });
+    // As the Redlock store does with a node still silent at a verdict taken elsewhere: the attempt, its undo,
+    // then the token's next attempt. The server runs them in this order; the first WAIT times out unacknowledged.
+    const first = node.acquire([key], token, 60_000, 10_000, shape);
+    const undone = node.undo([key], token, 10_000, shape);
+    const next = node.acquire([key], token, 30_000, 10_000, shape);
+    const firstSettled = first.then(
+      () => undefined,
+      () => undefined,
+    );
+    // The replica thaws once the first reply is handled: either a take-back went out (it then runs after the
+    // next attempt, which the thawed replica acknowledges) or the first attempt settled without one.
+    await Promise.race([lateTakeBack, firstSettled]);
+    servers.replica.resume();
+
+    await expect(first).rejects.toBeInstanceOf(ReplicasNotAcknowledgedError);
+    await undone;
+    await expect(next).resolves.toMatchObject({ acquired: true });
+    // Every command the node sent has run (the first attempt settles after a take-back's reply, if any).
+    await node.exists(key, 10_000);
+    // The next attempt's grant (ttl 30 s, not the first's 60 s) is on the master: nobody deleted it.
+    const holders = await holdersOf(key);
+    expect(holders.map((holder) => holder.value)).toEqual([token]);
+    const ttlLeft = holders[0].ttlLeft;
+    expect(ttlLeft).toBeGreaterThan(0);
+    expect(ttlLeft).toBeLessThanOrEqual(30_000);
+    expect(undoScripts - undosBefore).toBe(1);
+    expect(await node.release([key], token, 10_000, 0, shape)).toBe(1);
+  });
+
+  it('control: with no undo sent, an unacknowledged grant is taken back', async () => {
+    await warmUp();
+    const key = namer.names(uniqueKey('control'));
+    servers.replica.pause();
+    const undosBefore = undoScripts;
+    try {
+      await expect(node.acquire([key], 'token|alone', 60_000, 10_000)).rejects.toBeInstanceOf(ReplicasNotAcknowledgedError);
+    } finally {
+      servers.replica.resume();
+    }
+    expect(undoScripts - undosBefore).toBe(1);
+    expect(await holdersOf(key)).toEqual([]);
+  });
+
+  it('after a SCRIPT FLUSH the attempt is sent again, behind the undo: its grant is still taken back', async () => {
+    await warmUp();
+    const key = namer.names(uniqueKey('resent'));
+    const token = 'token|resent';
+    // The server forgets the acquire script, not the undo's: the attempt is answered NOSCRIPT and sent again
+    // in full a round trip later, after the undo, which then found nothing to delete.
+    await servers.master.command('SCRIPT', 'FLUSH');
+    await servers.master.command('SCRIPT', 'LOAD', UNDO_SCRIPT);
+    servers.replica.pause();
+    const undosBefore = undoScripts;
+    try {
+      const attempt = node.acquire([key], token, 60_000, 10_000);
+      const undone = node.undo([key], token, 10_000);
+      await expect(attempt).rejects.toBeInstanceOf(ReplicasNotAcknowledgedError);
+      await undone;
+    } finally {
+      servers.replica.resume();
+    }
+    // Without the take-back the grant would stay for its 60 s; with it, the store's undo and the take-back ran.
+    expect(await holdersOf(key)).toEqual([]);
+    expect(undoScripts - undosBefore).toBe(2);
+  });
+
+  it("a connection's first granting script goes in full: never answered NOSCRIPT and sent again behind later commands", async () => {
+    const fresh = new RedisLockNode(servers.master.url, 'nodes[fresh]', { replicas: 1, timeout: ACK_TIMEOUT_MS }, true);
+    try {
+      await servers.master.command('SCRIPT', 'FLUSH');
+      const before = await noScriptErrors();
+      const key = namer.names(uniqueKey('fresh'));
+      expect(await fresh.acquire([key], 'token|fresh', 10_000, 10_000)).toMatchObject({ acquired: true });
+      expect(await fresh.release([key], 'token|fresh', 10_000)).toBe(1);
+      expect(await noScriptErrors()).toBe(before);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  /** How many commands the master has answered NOSCRIPT since it started (INFO errorstats). */
+  async function noScriptErrors(): Promise<number> {
+    const info = String(await servers.master.command('INFO', 'errorstats'));
+    return Number(/errorstat_NOSCRIPT:count=(\d+)/.exec(info)?.[1] ?? 0);
+  }
+});
