@@ -24,7 +24,7 @@ describe('Redlock node with minReplicas: an unacknowledged grant already undone 
   let undoScripts = 0;
   let onUndo: (() => void) | undefined;
   /** WAIT's timeout: the first attempt's reply comes after it, its replica being frozen. */
-  const ACK_TIMEOUT_MS = 2_000;
+  const ACK_TIMEOUT_MS = 2_500;
 
   beforeAll(async () => {
     servers = await startMasterWithReplica();
@@ -61,80 +61,96 @@ describe('Redlock node with minReplicas: an unacknowledged grant already undone 
     return (await node.inspect(key, 10_000))?.holders.map(({ value, ttlLeft }) => ({ value, ttlLeft })) ?? [];
   }
 
+  /** Undo scripts the node has sent since `before`. */
+  const undosSince = (before: number): number => undoScripts - before;
+
+  /**
+   * As the Redlock store does with a node still silent at a verdict taken elsewhere: the attempt, its undo,
+   * then the token's next attempt (its grant a 30 s lease, the first's 60 s), with the replica frozen, so the
+   * first is answered unacknowledged. The replica thaws once that answer is handled: either a take-back went
+   * out (the second undo: it then runs after the next attempt, which the thawed replica acknowledges) or the
+   * first attempt settled without one. Resolves once every command sent has run.
+   */
+  async function attemptUndoThenNext(key: LockKeyNames, token: string, shape?: LockShape): Promise<{ undos: number; next: unknown }> {
+    servers.replica.pause();
+    const before = undoScripts;
+    const lateTakeBack = new Promise<void>((resolve) => {
+      onUndo = () => {
+        if (undosSince(before) >= 2) resolve();
+      };
+    });
+    try {
+      const first = node.acquire([key], token, 60_000, 10_000, shape);
+      const undone = node.undo([key], token, 10_000, shape);
+      const next = node.acquire([key], token, 30_000, 10_000, shape);
+      await Promise.race([lateTakeBack, first.then(noop, noop)]);
+      servers.replica.resume();
+      await expect(first).rejects.toBeInstanceOf(ReplicasNotAcknowledgedError);
+      await undone;
+      const answer = await next;
+      // Every command the node sent has run (the first attempt settles after a take-back's reply, if any).
+      await node.exists(key, 10_000);
+      return { undos: undosSince(before), next: answer };
+    } finally {
+      onUndo = undefined;
+      servers.replica.resume();
+    }
+  }
+
+  /** The next attempt's grant (ttl 30 s, not the first's 60 s) is on the master: nobody deleted it. */
+  async function expectNextAttemptHolds(key: LockKeyNames, token: string): Promise<void> {
+    const holders = await holdersOf(key);
+    expect(holders.map((holder) => holder.value)).toEqual([token]);
+    expect(holders[0].ttlLeft).toBeGreaterThan(0);
+    expect(holders[0].ttlLeft).toBeLessThanOrEqual(30_000);
+  }
+
+  /**
+   * The server forgets the acquire scripts, not the undo's: an attempt is answered NOSCRIPT and sent again in
+   * full a round trip later, behind the commands made meanwhile (the undo finds nothing to delete).
+   */
+  async function flushAcquireScripts(): Promise<void> {
+    await servers.master.command('SCRIPT', 'FLUSH');
+    await servers.master.command('SCRIPT', 'LOAD', UNDO_SCRIPT);
+  }
+
   const shapes = [
     { what: 'a mutex', shape: undefined },
     { what: "a semaphore's permit", shape: { kind: 'semaphore', limit: 3 } as const },
   ];
   it.each(shapes)("$what: the token's next attempt, made behind the store's undo, keeps its grant", async ({ shape }) => {
     await warmUp(shape);
-
     const key = namer.names(uniqueKey('taken-back'));
-    const token = 'token|same';
-    servers.replica.pause();
-    const undosBefore = undoScripts;
-    onUndo = undefined;
-    // The second undo sent from now on can only be a take-back of the first attempt (the store's is the first).
-    const lateTakeBack = new Promise<void>((resolve) => {
-      onUndo = () => {
-        if (undoScripts - undosBefore >= 2) resolve();
-      };
-    });
-    // As the Redlock store does with a node still silent at a verdict taken elsewhere: the attempt, its undo,
-    // then the token's next attempt. The server runs them in this order; the first WAIT times out unacknowledged.
-    const first = node.acquire([key], token, 60_000, 10_000, shape);
-    const undone = node.undo([key], token, 10_000, shape);
-    const next = node.acquire([key], token, 30_000, 10_000, shape);
-    const firstSettled = first.then(
-      () => undefined,
-      () => undefined,
-    );
-    // The replica thaws once the first reply is handled: either a take-back went out (it then runs after the
-    // next attempt, which the thawed replica acknowledges) or the first attempt settled without one.
-    await Promise.race([lateTakeBack, firstSettled]);
-    servers.replica.resume();
-
-    await expect(first).rejects.toBeInstanceOf(ReplicasNotAcknowledgedError);
-    await undone;
-    await expect(next).resolves.toMatchObject({ acquired: true });
-    // Every command the node sent has run (the first attempt settles after a take-back's reply, if any).
-    await node.exists(key, 10_000);
-    // The next attempt's grant (ttl 30 s, not the first's 60 s) is on the master: nobody deleted it.
-    const holders = await holdersOf(key);
-    expect(holders.map((holder) => holder.value)).toEqual([token]);
-    const ttlLeft = holders[0].ttlLeft;
-    expect(ttlLeft).toBeGreaterThan(0);
-    expect(ttlLeft).toBeLessThanOrEqual(30_000);
-    expect(undoScripts - undosBefore).toBe(1);
-    expect(await node.release([key], token, 10_000, 0, shape)).toBe(1);
+    const { undos, next } = await attemptUndoThenNext(key, 'token|same', shape);
+    expect(next).toMatchObject({ acquired: true });
+    await expectNextAttemptHolds(key, 'token|same');
+    expect(undos).toBe(1);
+    expect(await node.release([key], 'token|same', 10_000, 0, shape)).toBe(1);
   });
 
   it('control: with no undo sent, an unacknowledged grant is taken back', async () => {
     await warmUp();
     const key = namer.names(uniqueKey('control'));
     servers.replica.pause();
-    const undosBefore = undoScripts;
+    const before = undoScripts;
     try {
       await expect(node.acquire([key], 'token|alone', 60_000, 10_000)).rejects.toBeInstanceOf(ReplicasNotAcknowledgedError);
     } finally {
       servers.replica.resume();
     }
-    expect(undoScripts - undosBefore).toBe(1);
+    expect(undosSince(before)).toBe(1);
     expect(await holdersOf(key)).toEqual([]);
   });
 
   it('after a SCRIPT FLUSH the attempt is sent again, behind the undo: its grant is still taken back', async () => {
     await warmUp();
     const key = namer.names(uniqueKey('resent'));
-    const token = 'token|resent';
-    // The server forgets the acquire script, not the undo's: the attempt is answered NOSCRIPT and sent again
-    // in full a round trip later, after the undo, which then found nothing to delete.
-    await servers.master.command('SCRIPT', 'FLUSH');
-    await servers.master.command('SCRIPT', 'LOAD', UNDO_SCRIPT);
+    await flushAcquireScripts();
     servers.replica.pause();
-    const undosBefore = undoScripts;
+    const before = undoScripts;
     try {
-      const attempt = node.acquire([key], token, 60_000, 10_000);
-      const undone = node.undo([key], token, 10_000);
+      const attempt = node.acquire([key], 'token|resent', 60_000, 10_000);
+      const undone = node.undo([key], 'token|resent', 10_000);
       await expect(attempt).rejects.toBeInstanceOf(ReplicasNotAcknowledgedError);
       await undone;
     } finally {
@@ -142,7 +158,20 @@ describe('Redlock node with minReplicas: an unacknowledged grant already undone 
     }
     // Without the take-back the grant would stay for its 60 s; with it, the store's undo and the take-back ran.
     expect(await holdersOf(key)).toEqual([]);
-    expect(undoScripts - undosBefore).toBe(2);
+    expect(undosSince(before)).toBe(2);
+  });
+
+  it("after a SCRIPT FLUSH, sent again behind the undo and the token's next attempt: that attempt's grant stays", async () => {
+    await warmUp();
+    const key = namer.names(uniqueKey('resent-next'));
+    await flushAcquireScripts();
+    // Both attempts are sent again in full, in their order, after the undo: the first grants, unacknowledged;
+    // the next (the same token) renews that grant as its own. A take-back of the first would delete it.
+    const { undos, next } = await attemptUndoThenNext(key, 'token|resent-next');
+    expect(next).toMatchObject({ acquired: true });
+    await expectNextAttemptHolds(key, 'token|resent-next');
+    expect(undos).toBe(1);
+    expect(await node.release([key], 'token|resent-next', 10_000)).toBe(1);
   });
 
   it("a connection's first granting script goes in full: never answered NOSCRIPT and sent again behind later commands", async () => {
@@ -165,3 +194,5 @@ describe('Redlock node with minReplicas: an unacknowledged grant already undone 
     return Number(/errorstat_NOSCRIPT:count=(\d+)/.exec(info)?.[1] ?? 0);
   }
 });
+
+function noop(): void {}

@@ -164,4 +164,34 @@ describe('Redlock node: the commands of a token and its writer second script', (
     expect(await server.command('EXISTS', key.lockKey)).toBe(0);
     expect(() => closing.acquire([key], 'writer|c', 10_000, 5_000)).toThrow(/closed/);
   });
+
+  it("close(): a late answer's withdrawal, made after close() began, still goes out: no intent is left", async () => {
+    const closing = gatedNode('nodes[close-withdraw]');
+    const key = namer.names(uniqueKey('close-withdraw'));
+    await closing.acquire([key], 'reader|a', 10_000, 5_000, reader);
+    const second = holdSecondScript();
+    const attempt = closing.acquire([key], 'writer|b', 10_000, 5_000);
+    await second.reached;
+    server.pause();
+    let closed: Promise<void> | undefined;
+    let withdrawn: Promise<void> | undefined;
+    try {
+      second.open();
+      await sleep(50);
+      closed = closing.close();
+      // The reader still holds the key: the second script records the writer's intent, which the store's busy
+      // verdict (taken elsewhere) withdraws once this late answer says it was recorded.
+      const recorded = attempt.then((answer) => !answer.acquired && answer.queued === true);
+      withdrawn = closing.withdrawIfRecorded(key, 'writer|b', 5_000, recorded, 'writer|b|withdrawn|late');
+      await sleep(50);
+      server.resume();
+      await expect(attempt).resolves.toMatchObject({ acquired: false, queued: true });
+      await withdrawn;
+      await closed;
+    } finally {
+      server.resume();
+    }
+    expect(await server.command('EXISTS', key.writerKey)).toBe(0);
+    await server.command('DEL', key.lockKey, key.permitsKey);
+  });
 });

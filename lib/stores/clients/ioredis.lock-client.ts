@@ -338,8 +338,9 @@ export class IoredisLockClient implements LockClient {
     // A pipeline, not two calls: on a Cluster it is sent whole to the node of its keys (WAIT has none of
     // its own), and ioredis' NOSCRIPT fallback of a defined command would resend the script after WAIT.
     // On a direct connection the script goes as a ScriptCommand: in full the first time on a socket, as a plain
-    // call does, so it is never answered NOSCRIPT and resent behind commands made meanwhile (an undo of this
-    // grant: the grant would then outlive it) except after a SCRIPT FLUSH under a live connection.
+    // call does, so it is answered NOSCRIPT, and resent behind commands made meanwhile (see resent), only when
+    // the server lost its scripts under a live connection (a SCRIPT FLUSH; Redis 7.4+ also evicts old EVAL
+    // scripts). A Cluster's or a foreign client's connection sends by SHA first (see runScript).
     const send = async (byHash: boolean): Promise<[Error | null, unknown][]> => {
       this.flushBatch();
       const pipeline = this.connection.pipeline();

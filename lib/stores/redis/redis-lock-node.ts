@@ -164,7 +164,8 @@ export class RedisLockNode {
     if (this.quorumMember && this.chains.has(token)) {
       // New work, refused once closed, although the chain's own commands are not.
       this.refuseWhenClosed();
-      return this.chained(token, () => this.acquireNow(keys, token, ttl, timeoutMs, queued, true));
+      // Not sent if close() began while it waited: nothing of it would need finishing.
+      return this.chained(token, () => (this.closed ? Promise.reject(new StoreClosedError()) : this.acquireNow(keys, token, ttl, timeoutMs, queued, true)));
     }
     return this.acquireNow(keys, token, ttl, timeoutMs, queued, false);
   }
@@ -242,15 +243,7 @@ export class RedisLockNode {
    */
   private chained<T>(token: string, command: () => Promise<T>): Promise<T> {
     const ahead = this.chains.get(token);
-    const send = (): Promise<T> => {
-      // Every command sends synchronously (run and write check refuseWhenClosed before their first await).
-      this.sendingChained = true;
-      try {
-        return command();
-      } finally {
-        this.sendingChained = false;
-      }
-    };
+    const send = (): Promise<T> => this.sendAsChained(command);
     const result = ahead ? ahead.then(send) : send();
     const end = result.then(noop, noop);
     this.chains.set(token, end);
@@ -258,6 +251,20 @@ export class RedisLockNode {
       if (this.chains.get(token) === end) this.chains.delete(token);
     });
     return result;
+  }
+
+  /**
+   * Sends a command of a token's chain: past refuseWhenClosed even once closed. Every such command sends
+   * synchronously (run and write check refuseWhenClosed before their first await); one that must wait for
+   * something first sends through here again once it has (see withdrawIfRecorded).
+   */
+  private sendAsChained<T>(command: () => Promise<T>): Promise<T> {
+    this.sendingChained = true;
+    try {
+      return command();
+    } finally {
+      this.sendingChained = false;
+    }
   }
 
   /** ACQUIRE_SCRIPT's answer: granted, busy, or (permits at the key) the writer's path. */
@@ -277,6 +284,8 @@ export class RedisLockNode {
       // several keys only waits: queueing it on one key would keep readers of that key out for nothing; nor
       // does a quorum member's attempt already undone or released here (see inOrder).
       if (keys.length === 1 && !attempt?.superseded) {
+        // The first script wrote nothing: once close() has begun, the attempt ends here.
+        if (this.closed) throw new StoreClosedError();
         const write = (): Promise<NodeAcquireReply> => this.acquireWrite(keys[0], token, ttl, timeoutMs);
         // The token's commands from now on wait for this script; an attempt that itself waited in the token's
         // chain (see acquire) already ends it, its second script included.
@@ -331,8 +340,7 @@ export class RedisLockNode {
    * Runs a granting script; a grant too few replicas acknowledged is taken back before rejecting, unless
    * `attempt` (a quorum member's first script) was already taken back by an undo or release sent while it
    * was unanswered: that one ran right after it on the connection, and the token's next attempt may have run
-   * since, whose grant a take-back sent now would delete. Not so for a script sent a second time (after
-   * NOSCRIPT): it ran after that undo, so its grant is taken back as any other.
+   * since, whose grant a take-back sent now would delete (see mustTakeBack).
    */
   private granting(
     script: LockScript,
@@ -350,12 +358,26 @@ export class RedisLockNode {
       async (error: unknown) => {
         // Granted, but on too few replicas to survive a failover: take it back before saying so.
         // undoNow: this may be the writer's second script, which undo() would wait for (see inOrder).
-        if (error instanceof ReplicasNotAcknowledgedError && !(attempt?.takenBack && !error.resent)) {
-          await this.undoNow(keys, token, timeoutMs, shape).catch(() => undefined);
+        if (error instanceof ReplicasNotAcknowledgedError && this.mustTakeBack(attempt, token, error.resent)) {
+          // Sent even once close() has begun: it finishes an attempt made before.
+          await this.sendAsChained(() => this.undoNow(keys, token, timeoutMs, shape)).catch(() => undefined);
         }
         throw error;
       },
     );
+  }
+
+  /**
+   * Whether a grant of `attempt` too few replicas acknowledged is still for this node to take back (always,
+   * outside a quorum member's first script). Not when an undo or release of the attempt followed it on the
+   * connection (unless the script itself was sent again after NOSCRIPT, and so ran behind that undo), nor once
+   * the token's next attempt has gone out: a take-back sent now would run after that attempt and delete its
+   * grant, while whatever holds the token's keys is then that attempt's, kept or undone with its outcome.
+   */
+  private mustTakeBack(attempt: PlainAttempt | undefined, token: string, resent: boolean): boolean {
+    if (!attempt) return true;
+    if (this.unanswered.get(token) !== attempt) return false;
+    return !attempt.takenBack || resent;
   }
 
   private foreignData(key: LockKeyNames, which: 'lock' | 'fence'): InvalidLockKeyError {
@@ -397,9 +419,9 @@ export class RedisLockNode {
    * fresh intent it must not remove.
    */
   withdrawIfRecorded(key: LockKeyNames, token: string, timeoutMs: number, recorded: Promise<boolean>, message: string): Promise<void> {
-    return this.chained(token, async () => {
-      if (await recorded) await this.withdrawNow(key, token, true, timeoutMs, message);
-    });
+    return this.chained(token, () =>
+      recorded.then((wasRecorded) => (wasRecorded ? this.sendAsChained(() => this.withdrawNow(key, token, true, timeoutMs, message)) : undefined)),
+    );
   }
 
   /**
@@ -528,12 +550,13 @@ export class RedisLockNode {
    * New work is refused at once. A quorum member's chains run out first (see chained): an undo, release or
    * withdrawal chained behind a writer's second script in flight, made before or during close(), goes out
    * once that answers; refused, it would leave the second script's lease or intent on this node for a ttl.
-   * Each chained command has its own timeout; CLOSE_DRAIN_MS bounds a chain of several behind a node that
-   * stopped answering, and a node whose last command failed is not waited for.
+   * Each chained command has its own timeout; CLOSE_DRAIN_MS (plus two WAITs with minReplicas) bounds a chain
+   * of several behind a node that stopped answering, and a node whose last command failed is not waited for.
    */
   async close(): Promise<void> {
     this.closed = true;
-    const deadline = performance.now() + CLOSE_DRAIN_MS;
+    // A chained command with minReplicas can take its WAIT's timeout on top of its own.
+    const deadline = performance.now() + CLOSE_DRAIN_MS + 2 * (this.minReplicas?.timeout ?? 0);
     while (this.chains.size > 0 && !this.lastFailed && performance.now() < deadline) {
       await settledOrTimedOut(Promise.all(this.chains.values()), deadline - performance.now());
     }

@@ -3,7 +3,7 @@ import type { MinReplicas } from '../../lock-options.interface';
 /**
  * A write of a lease that fewer replicas acknowledged than minReplicas asks for, within its timeout: a
  * failover now could lose it. Internal to the Redis stores, which report it as LockUnavailableError (this
- * error as its cause): a grant was undone first, a renewal does not count.
+ * error as its cause): a grant is undone, a renewal does not count.
  */
 export class ReplicasNotAcknowledgedError extends Error {
   constructor(
@@ -16,7 +16,7 @@ export class ReplicasNotAcknowledgedError extends Error {
     super(
       `only ${acknowledged} of ${minReplicas.replicas} replica${minReplicas.replicas === 1 ? '' : 's'} ` +
         `acknowledged the ${write === 'fence' ? 'fence write-back' : write} within ${minReplicas.timeout} ms (minReplicas)` +
-        (write === 'grant' ? '; the grant was undone' : write === 'renewal' ? '; the renewal does not count' : ''),
+        (write === 'grant' ? '; the grant is undone' : write === 'renewal' ? '; the renewal does not count' : ''),
     );
     this.name = 'ReplicasNotAcknowledgedError';
   }
