@@ -1,6 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockKeyNamer } from '../../lib/keys';
 import { RedisLockNode } from '../../lib/stores/redis/redis-lock-node';
+import { CommandTimeoutError } from '../../lib/stores/shared/with-timeout';
+import { rejectionOf } from '../core/helpers/timing';
 import type { LockScript } from '../../lib/stores/clients/lock-script';
 import { type RedisProcess, startRedis } from '../support/redis-server';
 import { uniqueKey } from '../support/lock-app';
@@ -23,6 +25,8 @@ describe('Redlock node: the commands of a token and its writer second script', (
   const reader = { kind: 'read' } as const;
   /** Second scripts (WRITE_ACQUIRE) sent so far. */
   let secondScripts = 0;
+  /** First scripts of plain attempts (ACQUIRE) sent so far. */
+  let firstScripts = 0;
   /** Set by holdSecondScript(): the next second script waits for `open`, once it is `reached`. */
   let gate: { arrived: () => void; opened: Promise<void> } | undefined;
 
@@ -33,6 +37,7 @@ describe('Redlock node: the commands of a token and its writer second script', (
     const client = (gated as unknown as { client: { runScript: RunScript } }).client;
     const runScript = client.runScript.bind(client);
     client.runScript = (script, ...rest) => {
+      if (script.name === 'nestLockAcquire') firstScripts++;
       if (script.name !== 'nestLockWriteAcquire') return runScript(script, ...rest);
       secondScripts++;
       const held = gate;
@@ -193,5 +198,31 @@ describe('Redlock node: the commands of a token and its writer second script', (
     }
     expect(await server.command('EXISTS', key.writerKey)).toBe(0);
     await server.command('DEL', key.lockKey, key.permitsKey);
+  });
+
+  it("on a node frozen behind a second script, the token's next attempt times out on its own timeout, and is never sent", async () => {
+    const { key, attempt, open } = await writerMeetingReader('frozen-next');
+    await node.release([key], 'reader|a', 1_000, 0, reader);
+    server.pause();
+    try {
+      open();
+      await sleep(50);
+      // The second script is out, unanswered; the store's undo and the token's next attempt queue behind it.
+      const undone = node.undo([key], 'writer|b', 1_000);
+      const before = firstScripts;
+      const next = node.acquire([key], 'writer|b', 10_000, 1_000);
+      const outcomes = Promise.all([attempt, undone, next].map((each) => rejectionOf(each)));
+      // Before: the next attempt went out once the second script and the undo had each timed out (a second
+      // apiece here) and answered after its own timeout, three in all. Now it times out on its own, from the
+      // call, and by the time the chain reaches it, it is not sent.
+      for (const error of await outcomes) expect(error).toBeInstanceOf(CommandTimeoutError);
+      await sleep(100);
+      expect(firstScripts).toBe(before);
+    } finally {
+      server.resume();
+    }
+    // The frozen server then runs the second script (granted: the reader left) and the undo after it.
+    await node.exists(key, 5_000);
+    expect(await server.command('EXISTS', key.lockKey)).toBe(0);
   });
 });

@@ -4,7 +4,7 @@ import type { MinReplicas, RedisConnection, RedlockNode } from '../../lock-optio
 import { type LockClient, type LockScript, type RedisArgument, createLockClient, lockScript } from '../clients';
 import type { LockKeyNames, LockShape } from '../lock-store.interface';
 import { kindConflict, recordOf, shapeFromRecord } from '../shared/kind-conflict';
-import { withTimeout } from '../shared/with-timeout';
+import { CommandTimeoutError, withTimeout } from '../shared/with-timeout';
 import { withdrawalMessage } from '../shared/withdrawal-message';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, HANDOVER_SCRIPT, RAISE_FENCES_SCRIPT, RELEASE_SCRIPT, UNDO_SCRIPT } from './lock-scripts';
 import { FORCE_RELEASE_SCRIPT, INSPECT_SCRIPT } from './operator-scripts';
@@ -164,10 +164,32 @@ export class RedisLockNode {
     if (this.quorumMember && this.chains.has(token)) {
       // New work, refused once closed, although the chain's own commands are not.
       this.refuseWhenClosed();
-      // Not sent if close() began while it waited: nothing of it would need finishing.
-      return this.chained(token, () => (this.closed ? Promise.reject(new StoreClosedError()) : this.acquireNow(keys, token, ttl, timeoutMs, queued, true)));
+      return this.chainedAttempt(keys, token, ttl, timeoutMs, queued);
     }
     return this.acquireNow(keys, token, ttl, timeoutMs, queued, false);
+  }
+
+  /**
+   * The token's next attempt behind its chain (see acquire), bounded from the call by its own timeout: on a
+   * node that froze between a writer's two scripts it would otherwise answer only after the second script's,
+   * the chained undo's and its own timeouts (review M4: 624 ms at a 200 ms timeout). Not sent once expired, or
+   * once close() began: nothing of it then needs undoing, and the chain keeps its order for what follows.
+   */
+  private chainedAttempt(keys: readonly LockKeyNames[], token: string, ttl: number, timeoutMs: number, queued: boolean): Promise<NodeAcquireReply> {
+    let expired = false;
+    const attempt = this.chained(token, () => {
+      if (this.closed) return Promise.reject(new StoreClosedError());
+      if (expired) return Promise.reject(new CommandTimeoutError(timeoutMs));
+      return this.acquireNow(keys, token, ttl, timeoutMs, queued, true);
+    });
+    return withTimeout(attempt, timeoutMs).catch((error: unknown) => {
+      if (error instanceof CommandTimeoutError) {
+        expired = true;
+        // As for a command of its own that timed out: a verdict taken without this node presumes it down.
+        this.lastFailed = true;
+      }
+      throw error;
+    });
   }
 
   private acquireNow(
