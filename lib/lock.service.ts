@@ -314,7 +314,8 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     const signal = settings.signal;
     if (this.closed || signal?.aborted || (!once && this.store.hasWaiters(names))) return this.grantWaiting(attempt, undefined);
     const ttl = Math.min(settings.ttl, settings.maxHold);
-    return this.attempt({ keys: names, token: value, ttl, shape: settings.shape, queued: false }, keys).then((outcome) =>
+    const final = once || settings.wait <= 0;
+    return this.attempt({ keys: names, token: value, ttl, shape: settings.shape, queued: false, final }, keys).then((outcome) =>
       outcome.acquired && !signal?.aborted ? outcome : this.grantWaiting(attempt, outcome),
     );
   }
@@ -359,7 +360,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
           // never left attempting (a borrowed client stays open) nor subscribing after the store closed.
           if (this.closed) throw new LockUnavailableError(keys, 'the application is shutting down');
           seenBefore = watch?.seen ?? 0;
-          outcome = await this.attempt({ keys: names, token: value, ttl, shape, queued }, keys);
+          outcome = await this.attempt({ keys: names, token: value, ttl, shape, queued, final: once || performance.now() >= deadline }, keys);
         }
         if (outcome.acquired) {
           if (signal?.aborted) {

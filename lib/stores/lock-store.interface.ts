@@ -49,6 +49,12 @@ export interface AcquireRequest {
    * `queued`): the attempt keeps the intent fresh while readers still hold the key.
    */
   readonly queued?: boolean;
+  /**
+   * The caller makes no further attempt (tryAcquire, `wait: 0`, or its wait has run out): a single-key writer
+   * that meets readers records no intent, which would only be withdrawn at once and turn new readers away
+   * meanwhile (an intent renewed by an earlier attempt is left for the caller's withdrawal).
+   */
+  readonly final?: boolean;
 }
 
 export type AcquireOutcome =

@@ -238,6 +238,34 @@ describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('read
     await reader.release();
   });
 
+  it('a single-attempt writer meeting readers records no intent: nothing to withdraw, readers admitted all along', async () => {
+    const [readerSide, writerSide] = await twoLockServices(store, apps);
+    const key = uniqueKey('rw-single-attempt');
+    const reader = await readerSide.acquire(key, { mode: 'read' });
+    const withdrawals: string[] = [];
+    const { store: writerStore } = writerSide;
+    const withdraw = writerStore.withdraw.bind(writerStore);
+    writerStore.withdraw = (name, token, announce) => {
+      withdrawals.push(token);
+      return withdraw(name, token, announce);
+    };
+    try {
+      // tryAcquire, onBusy: 'skip' and wait: 0 make one attempt: an intent would only be withdrawn at once, and
+      // would turn new readers away meanwhile (before: recorded and withdrawn, 3 round trips).
+      expect(await writerSide.tryAcquire(key, { ttl: 20_000 })).toBeNull();
+      expect(await rejectionOf(writerSide.acquire(key, { wait: 0, ttl: 20_000 }))).toBeInstanceOf(Error);
+      expect(withdrawals).toEqual([]);
+      const next = await readerSide.tryAcquire(key, { mode: 'read' });
+      expect(next).not.toBeNull();
+      await next?.release();
+    } finally {
+      writerStore.withdraw = withdraw;
+    }
+    // A writer that waits still queues ahead of new readers, and withdraws when it gives up.
+    await expect(writerSide.acquire(key, { wait: 300, ttl: 20_000 })).rejects.toThrow(/not acquired/);
+    await reader.release();
+  });
+
   it('a reader deleted under its holder (forceRelease) aborts its signal', async () => {
     const [holderSide, operator] = await twoLockServices(store, apps);
     const key = uniqueKey('rw-force');

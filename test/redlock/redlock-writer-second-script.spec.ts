@@ -201,21 +201,29 @@ describe('Redlock node: the commands of a token and its writer second script', (
   });
 
   it("on a node frozen behind a second script, the token's next attempt times out on its own timeout, and is never sent", async () => {
-    const { key, attempt, open } = await writerMeetingReader('frozen-next');
+    const key = namer.names(uniqueKey('frozen-next'));
+    await node.acquire([key], 'reader|a', 10_000, 1_000, reader);
+    const second = holdSecondScript();
+    // The second script has 2.5 s to answer, the undo behind it 0.5 s, the next attempt 1 s.
+    const attempt = node.acquire([key], 'writer|b', 10_000, 2_500);
+    await second.reached;
     await node.release([key], 'reader|a', 1_000, 0, reader);
     server.pause();
     try {
-      open();
+      second.open();
       await sleep(50);
       // The second script is out, unanswered; the store's undo and the token's next attempt queue behind it.
-      const undone = node.undo([key], 'writer|b', 1_000);
+      const undone = node.undo([key], 'writer|b', 500);
       const before = firstScripts;
+      const calledAt = performance.now();
       const next = node.acquire([key], 'writer|b', 10_000, 1_000);
-      const outcomes = Promise.all([attempt, undone, next].map((each) => rejectionOf(each)));
-      // Before: the next attempt went out once the second script and the undo had each timed out (a second
-      // apiece here) and answered after its own timeout, three in all. Now it times out on its own, from the
-      // call, and by the time the chain reaches it, it is not sent.
+      const outcomes = Promise.all([attempt, undone].map((each) => rejectionOf(each)));
+      // Before: the next attempt went out once the second script and the undo had timed out (3 s) and failed
+      // after its own timeout (4 s in all). Now it fails on its own timeout, from the call.
+      expect(await rejectionOf(next)).toBeInstanceOf(CommandTimeoutError);
+      expect(performance.now() - calledAt).toBeLessThan(2_000);
       for (const error of await outcomes) expect(error).toBeInstanceOf(CommandTimeoutError);
+      // The chain has reached it (the undo timed out): expired, it was not sent.
       await sleep(100);
       expect(firstScripts).toBe(before);
     } finally {

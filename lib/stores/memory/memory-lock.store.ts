@@ -54,7 +54,7 @@ export class MemoryLockStore implements LockStore {
     for (const key of request.keys) {
       const lease = this.live(key.lockKey, now);
       if (lease) {
-        if (request.queued) this.intend(key, request, now);
+        if (request.queued && !request.final) this.intend(key, request, now);
         return { acquired: false, retryAfter: Math.ceil(lease.expiresAt - now) };
       }
       const set = this.livePermits(key.lockKey, now);
@@ -62,7 +62,7 @@ export class MemoryLockStore implements LockStore {
         if (set.shape.kind === 'semaphore') throw kindConflict(key.name, set.shape, request.shape);
         // Readers hold it: a single-key writer records its intent, so new readers queue behind it.
         const latest = Math.max(...[...set.holders.values()].map((holder) => holder.expiresAt));
-        const queued = request.keys.length === 1 && this.intend(key, request, now);
+        const queued = request.keys.length === 1 && !request.final && this.intend(key, request, now);
         return { acquired: false, retryAfter: Math.ceil(Math.min(latest - now, queued ? request.ttl / 3 : Infinity)), queued };
       }
     }

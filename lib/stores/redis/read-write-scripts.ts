@@ -12,7 +12,8 @@ import { PERMIT_HELPERS } from './permit-scripts';
  */
 
 /**
- * KEYS: lock key, fence key, permits record, writer-intent key. ARGV: token, ttl (ms).
+ * KEYS: lock key, fence key, permits record, writer-intent key. ARGV: token, ttl (ms), and '0' when the
+ * caller makes no further attempt (nothing is then recorded: see AcquireRequest.final).
  * As ACQUIRE_SCRIPT for one key, where a set of readers may hold the key: expired readers are dropped
  * first (a key left with none is taken). Returns {1, fence} granted; {0, retryAfter, holder, queued} busy
  * (readers: ms until the last one's lease ends; a writer: its PTTL and value; queued 1 when this token's
@@ -24,6 +25,7 @@ local lock, fenceKey, record, writer = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, ttl = ARGV[1], ARGV[2]
 -- Records (or renews) this writer's intent unless another writer's is there: 1 when it is this one's.
 local function intend()
+  if ARGV[3] == '0' then return 0 end
   local waiting = redis.pcall('GET', writer)
   if waiting == false or waiting == token then
     redis.call('SET', writer, token, 'PX', ttl)

@@ -4,7 +4,7 @@ import type { MinReplicas, RedisConnection, RedlockNode } from '../../lock-optio
 import { type LockClient, type LockScript, type RedisArgument, createLockClient, lockScript } from '../clients';
 import type { LockKeyNames, LockShape } from '../lock-store.interface';
 import { kindConflict, recordOf, shapeFromRecord } from '../shared/kind-conflict';
-import { CommandTimeoutError, withTimeout } from '../shared/with-timeout';
+import { CommandTimeoutError, type Expirable, expireAfter, withTimeout } from '../shared/with-timeout';
 import { withdrawalMessage } from '../shared/withdrawal-message';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, HANDOVER_SCRIPT, RAISE_FENCES_SCRIPT, RELEASE_SCRIPT, UNDO_SCRIPT } from './lock-scripts';
 import { FORCE_RELEASE_SCRIPT, INSPECT_SCRIPT } from './operator-scripts';
@@ -156,6 +156,7 @@ export class RedisLockNode {
     timeoutMs: number,
     shape?: LockShape,
     queued = false,
+    final = false,
   ): Promise<NodeAcquireReply> {
     // Not async (the hot path of every lock): like run(), it throws StoreClosedError synchronously once closed.
     if (isPermit(shape)) return this.acquirePermit(keys[0], token, ttl, timeoutMs, shape);
@@ -164,31 +165,39 @@ export class RedisLockNode {
     if (this.quorumMember && this.chains.has(token)) {
       // New work, refused once closed, although the chain's own commands are not.
       this.refuseWhenClosed();
-      return this.chainedAttempt(keys, token, ttl, timeoutMs, queued);
+      return this.chainedAttempt(keys, token, ttl, timeoutMs, queued, final);
     }
-    return this.acquireNow(keys, token, ttl, timeoutMs, queued, false);
+    return this.acquireNow(keys, token, ttl, timeoutMs, queued, false, final);
   }
 
   /**
-   * The token's next attempt behind its chain (see acquire), bounded from the call by its own timeout: on a
-   * node that froze between a writer's two scripts it would otherwise answer only after the second script's,
-   * the chained undo's and its own timeouts (review M4: 624 ms at a 200 ms timeout). Not sent once expired, or
-   * once close() began: nothing of it then needs undoing, and the chain keeps its order for what follows.
+   * The token's next attempt behind its chain (see acquire). Its wait there is bounded from the call by its own
+   * timeout (with minReplicas, plus a WAIT's): on a node that froze between a writer's two scripts it would
+   * otherwise answer only after the second script's, the chained undo's and its own timeouts (review M4: 624 ms
+   * at a 200 ms timeout). Expired while waiting, it is never sent, so nothing of it needs undoing and the chain
+   * keeps its order for what follows; once sent, it runs as any attempt, and its real answer is the caller's
+   * (a timeout reported for an attempt that then recorded an intent would leave that intent to nobody).
    */
-  private chainedAttempt(keys: readonly LockKeyNames[], token: string, ttl: number, timeoutMs: number, queued: boolean): Promise<NodeAcquireReply> {
-    let expired = false;
-    const attempt = this.chained(token, () => {
-      if (this.closed) return Promise.reject(new StoreClosedError());
-      if (expired) return Promise.reject(new CommandTimeoutError(timeoutMs));
-      return this.acquireNow(keys, token, ttl, timeoutMs, queued, true);
-    });
-    return withTimeout(attempt, timeoutMs).catch((error: unknown) => {
-      if (error instanceof CommandTimeoutError) {
-        expired = true;
-        // As for a command of its own that timed out: a verdict taken without this node presumes it down.
-        this.lastFailed = true;
-      }
-      throw error;
+  private chainedAttempt(keys: readonly LockKeyNames[], token: string, ttl: number, timeoutMs: number, queued: boolean, final: boolean): Promise<NodeAcquireReply> {
+    return new Promise<NodeAcquireReply>((resolve, reject) => {
+      let waiting = true;
+      const wait: Expirable = {
+        timeoutMs: timeoutMs + (this.minReplicas?.timeout ?? 0),
+        deadlineSlot: undefined,
+        reject: (error) => {
+          waiting = false;
+          reject(error);
+        },
+      };
+      const deadline = expireAfter(wait);
+      void this.chained(token, () => {
+        if (!waiting) return Promise.reject(new CommandTimeoutError(wait.timeoutMs));
+        waiting = false;
+        deadline.cancel(wait);
+        const sent = this.closed ? Promise.reject(new StoreClosedError()) : this.acquireNow(keys, token, ttl, timeoutMs, queued, true, final);
+        sent.then(resolve, reject);
+        return sent;
+      });
     });
   }
 
@@ -199,21 +208,22 @@ export class RedisLockNode {
     timeoutMs: number,
     queued: boolean,
     inChain: boolean,
+    final: boolean,
   ): Promise<NodeAcquireReply> {
     // The first script of a quorum member's attempt is tracked while unanswered (see inOrder and granting).
     const attempt: PlainAttempt | undefined = this.quorumMember ? { superseded: false, takenBack: false, inChain } : undefined;
     if (queued && keys.length === 1) {
-      const written = this.acquireWrite(keys[0], token, ttl, timeoutMs, attempt);
+      const written = this.acquireWrite(keys[0], token, ttl, timeoutMs, final, attempt);
       return attempt ? this.unansweredUntil(token, attempt, written, (reply) => reply) : written;
     }
     const names: string[] = [];
     for (const key of keys) names.push(key.lockKey);
     for (const key of keys) names.push(key.fenceKey);
     if (!attempt) {
-      return this.granting(ACQUIRE, names, [token, ttl], keys, token, timeoutMs).then((reply) => this.acquired(reply as number[], keys, token, ttl, timeoutMs));
+      return this.granting(ACQUIRE, names, [token, ttl], keys, token, timeoutMs).then((reply) => this.acquired(reply as number[], keys, token, ttl, timeoutMs, final));
     }
     const sent = this.granting(ACQUIRE, names, [token, ttl], keys, token, timeoutMs, undefined, attempt);
-    return this.unansweredUntil(token, attempt, sent, (reply) => this.acquired(reply as number[], keys, token, ttl, timeoutMs, attempt));
+    return this.unansweredUntil(token, attempt, sent, (reply) => this.acquired(reply as number[], keys, token, ttl, timeoutMs, final, attempt));
   }
 
   /**
@@ -296,6 +306,7 @@ export class RedisLockNode {
     token: string,
     ttl: number,
     timeoutMs: number,
+    final: boolean,
     attempt?: PlainAttempt,
   ): NodeAcquireReply | Promise<NodeAcquireReply> {
     const status = Number(reply[0]);
@@ -308,7 +319,7 @@ export class RedisLockNode {
       if (keys.length === 1 && !attempt?.superseded) {
         // The first script wrote nothing: once close() has begun, the attempt ends here.
         if (this.closed) throw new StoreClosedError();
-        const write = (): Promise<NodeAcquireReply> => this.acquireWrite(keys[0], token, ttl, timeoutMs);
+        const write = (): Promise<NodeAcquireReply> => this.acquireWrite(keys[0], token, ttl, timeoutMs, final);
         // The token's commands from now on wait for this script; an attempt that itself waited in the token's
         // chain (see acquire) already ends it, its second script included.
         return attempt && !attempt.inChain ? this.chained(token, write) : write();
@@ -322,9 +333,10 @@ export class RedisLockNode {
    * A writer on a key that readers may hold (see read-write-scripts.ts). `attempt` when it is a quorum
    * member's first script (a writer queued before); the second script runs in the token's chain instead.
    */
-  private async acquireWrite(key: LockKeyNames, token: string, ttl: number, timeoutMs: number, attempt?: PlainAttempt): Promise<NodeAcquireReply> {
+  private async acquireWrite(key: LockKeyNames, token: string, ttl: number, timeoutMs: number, final: boolean, attempt?: PlainAttempt): Promise<NodeAcquireReply> {
     const names = [key.lockKey, key.fenceKey, key.permitsKey, key.writerKey];
-    const reply = (await this.granting(WRITE_ACQUIRE, names, [token, ttl], [key], token, timeoutMs, undefined, attempt)) as unknown[];
+    // final: the caller attempts no more, so no intent is recorded (see AcquireRequest.final).
+    const reply = (await this.granting(WRITE_ACQUIRE, names, [token, ttl, final ? 0 : 1], [key], token, timeoutMs, undefined, attempt)) as unknown[];
     const status = Number(reply[0]);
     if (status === 1) return { acquired: true, fences: [Number(reply[1])] };
     if (status === 0) {

@@ -48,7 +48,7 @@ export class RedisLockStore implements LockStore {
     const timeout = this.timeout(ttl);
     let sent: Promise<NodeAcquireReply>;
     try {
-      sent = this.node.acquire(request.keys, request.token, ttl, timeout, request.shape, request.queued);
+      sent = this.node.acquire(request.keys, request.token, ttl, timeout, request.shape, request.queued, request.final);
     } catch (error) {
       // As a rejection below: a command that may have gone out is taken back (none does today: the store
       // refuses synchronously only once closed).

@@ -124,7 +124,7 @@ export class RedlockLockStore implements LockStore {
     const quorum = this.quorumFor(shape);
     const startedAt = performance.now();
     const round = new QuorumRound(this.nodes.length, (node) =>
-      this.nodes[node].acquire(keys, token, ttl, timeout, shape, request.queued),
+      this.nodes[node].acquire(keys, token, ttl, timeout, shape, request.queued, request.final),
     );
     const verdict = await round.decide((answers) => this.acquireVerdict(answers, quorum));
     const answers = round.answersSoFar();
