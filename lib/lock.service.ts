@@ -31,6 +31,9 @@ import type {
 /** Every LockService of the process shares one view of which locks each async context holds. */
 const context = new LockContext();
 
+/** An attempt made with less than this left of the wait is the caller's last (see grantWaiting). */
+const LAST_ATTEMPT_MARGIN_MS = 2;
+
 /** How long shutdown waits for held locks to be released before closing the store anyway. */
 const SHUTDOWN_RELEASE_TIMEOUT_MS = 2_000;
 
@@ -351,6 +354,8 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
       for (;;) {
         let outcome: AcquireOutcome;
         let seenBefore = 0;
+        /** This attempt is the caller's last: it ends the wait whatever it answers (see AcquireRequest.final). */
+        let final = false;
         if (known) {
           outcome = known;
           known = undefined;
@@ -360,7 +365,9 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
           // never left attempting (a borrowed client stays open) nor subscribing after the store closed.
           if (this.closed) throw new LockUnavailableError(keys, 'the application is shutting down');
           seenBefore = watch?.seen ?? 0;
-          outcome = await this.attempt({ keys: names, token: value, ttl, shape, queued, final: once || performance.now() >= deadline }, keys);
+          // A wake-up for the deadline may come a little early (timers): what is left then is not worth another.
+          final = once || deadline - performance.now() < LAST_ATTEMPT_MARGIN_MS;
+          outcome = await this.attempt({ keys: names, token: value, ttl, shape, queued, final }, keys);
         }
         if (outcome.acquired) {
           if (signal?.aborted) {
@@ -376,7 +383,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
           this.writerMarks.set(value, names[0]);
         }
         const now = performance.now();
-        if (now >= deadline) {
+        if (now >= deadline || final) {
           if (once) return null;
           throw new LockNotAcquiredError(keys, Math.max(0, outcome.retryAfter), now - startedAt, { wait: settings.wait });
         }

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LockLostError, LockOptionsError, type LockService } from '../../lib';
+import { LockLostError, LockNotAcquiredError, LockOptionsError, type LockService } from '../../lib';
 import { twoLockServices } from '../core/helpers/contenders';
 import { rejectionOf } from '../core/helpers/timing';
 import { eventually } from '../support/eventually';
@@ -242,27 +242,30 @@ describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('read
     const [readerSide, writerSide] = await twoLockServices(store, apps);
     const key = uniqueKey('rw-single-attempt');
     const reader = await readerSide.acquire(key, { mode: 'read' });
-    const withdrawals: string[] = [];
+    // The writer side's withdrawals are recorded and not made: an intent left by a writer would stay, and
+    // refuse the new reader below.
+    const withdrawals: Parameters<LockService['store']['withdraw']>[] = [];
     const { store: writerStore } = writerSide;
     const withdraw = writerStore.withdraw.bind(writerStore);
-    writerStore.withdraw = (name, token, announce) => {
-      withdrawals.push(token);
-      return withdraw(name, token, announce);
+    writerStore.withdraw = async (...call) => {
+      withdrawals.push(call);
     };
     try {
-      // tryAcquire, onBusy: 'skip' and wait: 0 make one attempt: an intent would only be withdrawn at once, and
-      // would turn new readers away meanwhile (before: recorded and withdrawn, 3 round trips).
+      // tryAcquire and wait: 0 make one attempt: an intent would only be withdrawn at once, and would turn new
+      // readers away meanwhile (before: recorded and withdrawn, 3 round trips).
       expect(await writerSide.tryAcquire(key, { ttl: 20_000 })).toBeNull();
-      expect(await rejectionOf(writerSide.acquire(key, { wait: 0, ttl: 20_000 }))).toBeInstanceOf(Error);
+      expect(await rejectionOf(writerSide.acquire(key, { wait: 0, ttl: 20_000 }))).toBeInstanceOf(LockNotAcquiredError);
       expect(withdrawals).toEqual([]);
       const next = await readerSide.tryAcquire(key, { mode: 'read' });
       expect(next).not.toBeNull();
       await next?.release();
+      // A writer that waits does record its intent (withdrawn when it gives up): the spy sees that withdrawal.
+      expect(await rejectionOf(writerSide.acquire(key, { wait: 300, ttl: 20_000 }))).toBeInstanceOf(LockNotAcquiredError);
+      expect(withdrawals).toHaveLength(1);
+      await withdraw(...withdrawals[0]);
     } finally {
       writerStore.withdraw = withdraw;
     }
-    // A writer that waits still queues ahead of new readers, and withdraws when it gives up.
-    await expect(writerSide.acquire(key, { wait: 300, ttl: 20_000 })).rejects.toThrow(/not acquired/);
     await reader.release();
   });
 

@@ -17,7 +17,7 @@ import { PERMIT_HELPERS } from './permit-scripts';
  * As ACQUIRE_SCRIPT for one key, where a set of readers may hold the key: expired readers are dropped
  * first (a key left with none is taken). Returns {1, fence} granted; {0, retryAfter, holder, queued} busy
  * (readers: ms until the last one's lease ends; a writer: its PTTL and value; queued 1 when this token's
- * intent is recorded, 0 when another writer's is); {-3, record} the key is a semaphore; {-1} foreign data
+ * intent is recorded, 0 when another writer's is, or on a final attempt); {-3, record} the key is a semaphore; {-1} foreign data
  * at the lock key; {-2} at the fence key.
  */
 export const WRITE_ACQUIRE_SCRIPT = `${PERMIT_HELPERS}

@@ -194,7 +194,13 @@ export class RedisLockNode {
         if (!waiting) return Promise.reject(new CommandTimeoutError(wait.timeoutMs));
         waiting = false;
         deadline.cancel(wait);
-        const sent = this.closed ? Promise.reject(new StoreClosedError()) : this.acquireNow(keys, token, ttl, timeoutMs, queued, true, final);
+        let sent: Promise<NodeAcquireReply>;
+        try {
+          sent = this.closed ? Promise.reject(new StoreClosedError()) : this.acquireNow(keys, token, ttl, timeoutMs, queued, true, final);
+        } catch (error) {
+          // Settled whatever happens: a quorum round waits for this answer.
+          sent = Promise.reject(error);
+        }
         sent.then(resolve, reject);
         return sent;
       });
