@@ -27,6 +27,8 @@ describe('Redlock node: the commands of a token and its writer second script', (
   let secondScripts = 0;
   /** First scripts of plain attempts (ACQUIRE) sent so far. */
   let firstScripts = 0;
+  /** When set, the answer of every first script reaches the node this much later (held in the client). */
+  let firstScriptAnswerDelayMs = 0;
   /** Set by holdSecondScript(): the next second script waits for `open`, once it is `reached`. */
   let gate: { arrived: () => void; opened: Promise<void> } | undefined;
 
@@ -37,7 +39,11 @@ describe('Redlock node: the commands of a token and its writer second script', (
     const client = (gated as unknown as { client: { runScript: RunScript } }).client;
     const runScript = client.runScript.bind(client);
     client.runScript = (script, ...rest) => {
-      if (script.name === 'nestLockAcquire') firstScripts++;
+      if (script.name === 'nestLockAcquire') {
+        firstScripts++;
+        const delay = firstScriptAnswerDelayMs;
+        if (delay > 0) return runScript(script, ...rest).then((answer) => sleep(delay).then(() => answer));
+      }
       if (script.name !== 'nestLockWriteAcquire') return runScript(script, ...rest);
       secondScripts++;
       const held = gate;
@@ -232,5 +238,25 @@ describe('Redlock node: the commands of a token and its writer second script', (
     // The frozen server then runs the second script (granted: the reader left) and the undo after it.
     await node.exists(key, 5_000);
     expect(await server.command('EXISTS', key.lockKey)).toBe(0);
+  });
+
+  it("a chained attempt sent before its deadline gives its real answer, even one that comes after that deadline", async () => {
+    const { key, attempt, open } = await writerMeetingReader('late-real-answer');
+    // Chained behind the second script, with 1 s to wait there; the chain clears at once, and the attempt's own
+    // answer (readers still in: the intent renewed, queued) then reaches the node 1.5 s later.
+    const next = node.acquire([key], 'writer|b', 10_000, 1_000);
+    firstScriptAnswerDelayMs = 1_500;
+    try {
+      open();
+      await expect(attempt).resolves.toMatchObject({ acquired: false, queued: true });
+      // Before (a deadline over the whole attempt): CommandTimeoutError at 1 s, and the store, told nothing was
+      // recorded, would withdraw nothing: an intent left for a writer ttl.
+      await expect(next).resolves.toMatchObject({ acquired: false, queued: true });
+    } finally {
+      firstScriptAnswerDelayMs = 0;
+    }
+    await node.withdraw(key, 'writer|b', true, 1_000);
+    await node.release([key], 'reader|a', 1_000, 0, reader);
+    expect(await server.command('EXISTS', key.writerKey)).toBe(0);
   });
 });
