@@ -74,12 +74,18 @@ describe('Redlock node: the commands of a token and its writer second script', (
     return { reached, open };
   }
 
-  /** A key held by one reader, and a writer's attempt whose second script is held back. */
-  async function writerMeetingReader(label: string): Promise<{ key: ReturnType<LockKeyNamer['names']>; attempt: ReturnType<RedisLockNode['acquire']>; open: () => void }> {
+  /**
+   * A key held by one reader, and a writer's attempt whose second script is held back (on `on`, with
+   * `timeoutMs` for each of the attempt's scripts).
+   */
+  async function writerMeetingReader(
+    label: string,
+    { on = node, timeoutMs = 1_000 }: { on?: RedisLockNode; timeoutMs?: number } = {},
+  ): Promise<{ key: ReturnType<LockKeyNamer['names']>; attempt: ReturnType<RedisLockNode['acquire']>; open: () => void }> {
     const key = namer.names(uniqueKey(label));
-    await node.acquire([key], 'reader|a', 10_000, 1_000, reader);
+    await on.acquire([key], 'reader|a', 10_000, 1_000, reader);
     const second = holdSecondScript();
-    const attempt = node.acquire([key], 'writer|b', 10_000, 1_000);
+    const attempt = on.acquire([key], 'writer|b', 10_000, timeoutMs);
     await second.reached;
     return { key, attempt, open: second.open };
   }
@@ -146,11 +152,7 @@ describe('Redlock node: the commands of a token and its writer second script', (
 
   it.each(['before', 'after'])('close(): an undo chained behind a second script in flight, made %s close() began, still goes out', async (when) => {
     const closing = gatedNode(`nodes[close-${when}]`);
-    const key = namer.names(uniqueKey(`close-${when}`));
-    await closing.acquire([key], 'reader|a', 10_000, 5_000, reader);
-    const second = holdSecondScript();
-    const attempt = closing.acquire([key], 'writer|b', 10_000, 5_000);
-    await second.reached;
+    const { key, attempt, open } = await writerMeetingReader(`close-${when}`, { on: closing, timeoutMs: 5_000 });
     await closing.release([key], 'reader|a', 5_000, 0, reader);
     // The second script goes out to a frozen server, so it is still unanswered when close() is called.
     server.pause();
@@ -158,7 +160,7 @@ describe('Redlock node: the commands of a token and its writer second script', (
     let undone: Promise<void> | undefined;
     try {
       if (when === 'before') undone = closing.undo([key], 'writer|b', 5_000);
-      second.open();
+      open();
       await sleep(50);
       closed = closing.close();
       if (when === 'after') undone = closing.undo([key], 'writer|b', 5_000);
@@ -178,16 +180,12 @@ describe('Redlock node: the commands of a token and its writer second script', (
 
   it("close(): a late answer's withdrawal, made after close() began, still goes out: no intent is left", async () => {
     const closing = gatedNode('nodes[close-withdraw]');
-    const key = namer.names(uniqueKey('close-withdraw'));
-    await closing.acquire([key], 'reader|a', 10_000, 5_000, reader);
-    const second = holdSecondScript();
-    const attempt = closing.acquire([key], 'writer|b', 10_000, 5_000);
-    await second.reached;
+    const { key, attempt, open } = await writerMeetingReader('close-withdraw', { on: closing, timeoutMs: 5_000 });
     server.pause();
     let closed: Promise<void> | undefined;
     let withdrawn: Promise<void> | undefined;
     try {
-      second.open();
+      open();
       await sleep(50);
       closed = closing.close();
       // The reader still holds the key: the second script records the writer's intent, which the store's busy
@@ -207,16 +205,12 @@ describe('Redlock node: the commands of a token and its writer second script', (
   });
 
   it("on a node frozen behind a second script, the token's next attempt times out on its own timeout, and is never sent", async () => {
-    const key = namer.names(uniqueKey('frozen-next'));
-    await node.acquire([key], 'reader|a', 10_000, 1_000, reader);
-    const second = holdSecondScript();
     // The second script has 2.5 s to answer, the undo behind it 0.5 s, the next attempt 1 s.
-    const attempt = node.acquire([key], 'writer|b', 10_000, 2_500);
-    await second.reached;
+    const { key, attempt, open } = await writerMeetingReader('frozen-next', { timeoutMs: 2_500 });
     await node.release([key], 'reader|a', 1_000, 0, reader);
     server.pause();
     try {
-      second.open();
+      open();
       await sleep(50);
       // The second script is out, unanswered; the store's undo and the token's next attempt queue behind it.
       const undone = node.undo([key], 'writer|b', 500);

@@ -112,7 +112,7 @@ export class RedisLockNode {
   private sendingChained = false;
   /** Whether the last command on the lock connection failed (see `failing`). */
   private lastFailed = false;
-  /** A quorum member's plain single-key attempts whose first script has not answered yet, by token (see inOrder). */
+  /** A quorum member's attempts whose first script has not answered yet, by token (see inOrder and mustTakeBack). */
   private readonly unanswered = new Map<string, PlainAttempt>();
   /** Per token, the end of a quorum member's writer second script and the token's commands queued behind it. */
   private readonly chains = new Map<string, Promise<void>>();
@@ -362,8 +362,9 @@ export class RedisLockNode {
   ): Promise<NodeAcquireReply> {
     const names = [key.lockKey, key.fenceKey, key.permitsKey, key.writerKey];
     const limit = shape.kind === 'semaphore' ? shape.limit : 0;
-    // A quorum member's permit attempt is tracked too, for its take-back only (a permit has no second script).
-    const attempt: PlainAttempt | undefined = this.quorumMember ? { superseded: false, takenBack: false, inChain: false } : undefined;
+    // A quorum member's permit attempt is tracked only for its take-back (see mustTakeBack), which minReplicas
+    // alone asks for: a permit has no second script.
+    const attempt: PlainAttempt | undefined = this.quorumMember && this.minReplicas ? { superseded: false, takenBack: false, inChain: false } : undefined;
     const sent = this.granting(PERMIT_ACQUIRE, names, [token, ttl, recordOf(shape), limit], [key], token, timeoutMs, shape, attempt);
     const reply = (await (attempt ? this.unansweredUntil(token, attempt, sent, (answer) => answer) : sent)) as unknown[];
     const status = Number(reply[0]);
@@ -714,7 +715,7 @@ export class StoreClosedError extends Error {
   }
 }
 
-/** A quorum member's plain single-key attempt until its first script answers (see RedisLockNode.inOrder). */
+/** A quorum member's attempt until its first script answers (see RedisLockNode.inOrder and mustTakeBack). */
 interface PlainAttempt {
   /** An undo, release or withdrawal of its token went out meanwhile: no second script is to follow. */
   superseded: boolean;

@@ -130,9 +130,9 @@ export class RedlockLockStore implements LockStore {
     const answers = round.answersSoFar();
     // A writer queued on any node withdraws its intent from every node when done waiting.
     const queued = answers.some(recordedIntent);
-    // Only a single-key mutex or writer records intents (see RedisLockNode.acquire); one the service already
-    // keeps queued (request.queued) it withdraws from every node itself when done waiting.
-    if (keys.length === 1 && !request.queued && !isPermit(shape) && (verdict === 'for' || !queued)) {
+    // Only a single-key mutex or writer records intents (see RedisLockNode.acquire), never on a final attempt;
+    // one the service already keeps queued (request.queued) it withdraws from every node itself when done.
+    if (keys.length === 1 && !request.queued && !request.final && !isPermit(shape) && (verdict === 'for' || !queued)) {
       this.withdrawUnreported(round, answers, keys[0], token, timeout, verdict === 'for');
     }
 
@@ -222,7 +222,8 @@ export class RedlockLockStore implements LockStore {
       }
       // A holder may hold a quorum with the nodes that are down (or had one: a holder left on fewer than a
       // quorum of the live nodes cannot renew, and its leases run out at their PTTL), or it is another
-      // attempt, whose partial grant lasts until the down nodes' answers are in (one node timeout at most).
+      // attempt, whose partial grant lasts until the down nodes' answers are in (one node timeout as a rule;
+      // about two for an attempt that first waited there behind a writer's second script).
       // Retrying every few ms would spin for as long as such leases last, and so many attempts would keep
       // splitting the live nodes between them: look again after about one node timeout, or when the leases
       // end if sooner (a release still wakes the waiters at once).
