@@ -1,8 +1,8 @@
-import { Injectable, Logger, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import { Injectable, Logger, type CallHandler, type ExecutionContext, type NestInterceptor, type OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { Observable, catchError, throwError, type Subscription } from 'rxjs';
 import type { LockedMetadata } from './decorators/locked-metadata';
-import { LockNotAcquiredError } from './errors';
+import { LockNotAcquiredError, LockOptionsError } from './errors';
 import { LOCK_OPTIONS } from './lock.constants';
 import type { Lock, LockKeySource } from './lock.interface';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
@@ -26,7 +26,7 @@ interface Dependencies {
  * the lock errors, which reach the client in its transport's shape (see lock-transport-errors.ts).
  */
 @Injectable()
-export class LockInterceptor implements NestInterceptor {
+export class LockInterceptor implements NestInterceptor, OnModuleInit {
   private readonly logger = new Logger(LockInterceptor.name);
   private resolved: Dependencies | undefined;
 
@@ -41,13 +41,31 @@ export class LockInterceptor implements NestInterceptor {
     return this.dependencies().lockService;
   }
 
+  /**
+   * Looks the dependencies up at bootstrap: an application with @Locked routes that never imported LockModule
+   * fails to start with a LockOptionsError that says so, instead of answering every such request with a bare
+   * 500 (Nest's UnknownElementException).
+   */
+  onModuleInit(): void {
+    this.dependencies();
+  }
+
   private dependencies(): Dependencies {
-    this.resolved ??= {
-      lockService: this.moduleRef.get(LockService, { strict: false }),
-      metadataAccessor: this.moduleRef.get(LockMetadataAccessor, { strict: false }),
-      estimator: this.moduleRef.get(RetryAfterEstimator, { strict: false }),
-      options: this.moduleRef.get<string, ResolvedLockOptions>(LOCK_OPTIONS, { strict: false }),
-    };
+    if (this.resolved) return this.resolved;
+    try {
+      this.resolved = {
+        lockService: this.moduleRef.get(LockService, { strict: false }),
+        metadataAccessor: this.moduleRef.get(LockMetadataAccessor, { strict: false }),
+        estimator: this.moduleRef.get(RetryAfterEstimator, { strict: false }),
+        options: this.moduleRef.get<string, ResolvedLockOptions>(LOCK_OPTIONS, { strict: false }),
+      };
+    } catch {
+      throw new LockOptionsError(
+        '@Locked',
+        'a route handler',
+        'an application that imports LockModule (LockModule.forRoot() or forRootAsync(), once, e.g. in the root module)',
+      );
+    }
     return this.resolved;
   }
 
