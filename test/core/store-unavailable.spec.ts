@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type LockService, LockLostError, LockUnavailableError } from '../../lib';
+import { findFreePort } from '../support/free-port';
 import { connected, createLockApp, uniqueKey } from '../support/lock-app';
 import { recordUnhandledRejections } from '../support/real-process';
 import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
@@ -125,3 +126,26 @@ async function retryUntilGranted<T>(attempt: () => Promise<T>, withinMs: number)
     }
   }
 }
+
+/**
+ * A fresh-user trial pointed the module at a wrong port: the LockUnavailableError read "Reached the max retries
+ * per request limit (which is 2). Refer to maxRetriesPerRequest" (an option the module set, not the user), and
+ * the cause was only in a warning. The error now carries the connection's last error.
+ */
+describe('Redis at an address nobody listens on', () => {
+  const cases = [
+    { what: 'one Redis', options: (ports: number[]) => ({ redis: `redis://127.0.0.1:${ports[0]}` }) },
+    { what: 'Redlock', options: (ports: number[]) => ({ nodes: ports.map((port) => `redis://127.0.0.1:${port}`) }) },
+  ];
+  it.each(cases)('$what: the LockUnavailableError names the connection error (ECONNREFUSED)', async ({ options }) => {
+    const ports = await Promise.all([findFreePort(), findFreePort(), findFreePort()]);
+    const app = await createLockApp({ ...options(ports), ttl: TTL_MS });
+    try {
+      const error = await within(rejectionOf(app.locks.acquire(uniqueKey('nobody-listens'), { wait: 0 })), BOUND_MS, 'acquire');
+      expect(error).toBeInstanceOf(LockUnavailableError);
+      expect((error as Error).message).toContain('ECONNREFUSED');
+    } finally {
+      await within(app.close(), BOUND_MS, 'closing the module');
+    }
+  });
+});

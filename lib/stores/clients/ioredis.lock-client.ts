@@ -107,6 +107,7 @@ export class IoredisLockClient implements LockClient {
   private readonly direct: boolean;
   /** For ScriptCommand: the scripts each socket was sent in full. Replaced after a NOSCRIPT (a SCRIPT FLUSH). */
   private scriptsSent = new WeakMap<object, Set<string>>();
+  connectionError: string | undefined;
   private readonly sentScripts: ScriptsSent = {
     on: (socket) => {
       let sent = this.scriptsSent.get(socket);
@@ -125,7 +126,13 @@ export class IoredisLockClient implements LockClient {
   ) {
     // Without a listener an 'error' event would be thrown; a connection error is reported to callers
     // by their commands (rejected, or timed out by the store), so a warning is all it needs here.
-    connection.on('error', (error: Error) => logger.warn(`Redis ${label}: ${error.message}`));
+    connection.on('error', (error: Error) => {
+      this.connectionError = error.message;
+      logger.warn(`Redis connection '${label}': ${error.message}`);
+    });
+    connection.on('ready', () => {
+      this.connectionError = undefined;
+    });
     connection.on('message', (channel: string, message: string) => this.messageHandler?.(channel, message));
     this.direct = connection instanceof Redis;
     if (this.direct) this.readBatchFit(connection as ReadyChecked & IoredisConnection);

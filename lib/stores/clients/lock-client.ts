@@ -34,6 +34,12 @@ export interface LockClient {
   /** A Redis Cluster client (commands are routed by key) rather than one server, Sentinel-managed or not. */
   readonly isCluster: boolean;
   /**
+   * The connection's last error (e.g. `connect ECONNREFUSED 127.0.0.1:6399`) until it is ready again: what a
+   * command failing meanwhile cannot say itself (ioredis rejects it with "Reached the max retries per request
+   * limit", or it times out), so the stores add it to their LockUnavailableError.
+   */
+  readonly connectionError: string | undefined;
+  /**
    * Runs `script` by its SHA, loading it (EVAL) when the server does not know it (first use on a connection,
    * a restart, SCRIPT FLUSH, a failover to a replica that never saw it). With `timeoutMs`, rejects with
    * CommandTimeoutError when no answer came within it (the script may still run: callers undo).

@@ -67,6 +67,7 @@ export class NodeRedisLockClient implements LockClient {
    * (review of 3674664: a hand-over missed there, the waiter then retrying on its timer; never two holders).
    */
   private readonly scriptsSent = new Set<string>();
+  connectionError: string | undefined;
   /** Commands sent and not answered yet, and who waits for there to be none (close()). */
   private inFlight = 0;
   private idle: (() => void) | undefined;
@@ -80,7 +81,11 @@ export class NodeRedisLockClient implements LockClient {
     // An 'error' event without a listener would be thrown; callers learn of failures from their commands.
     connection.on('error', (error: Error) => {
       this.scriptsSent.clear();
-      logger.warn(`Redis ${label}: ${error.message}`);
+      this.connectionError = error.message;
+      logger.warn(`Redis connection '${label}': ${error.message}`);
+    });
+    connection.on('ready', () => {
+      this.connectionError = undefined;
     });
     connection.on('reconnecting', () => this.scriptsSent.clear());
     // A v5 cluster reports its nodes' connections with events of their own.

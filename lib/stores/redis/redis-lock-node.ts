@@ -145,6 +145,17 @@ export class RedisLockNode {
   }
 
   /**
+   * What a failure on this node says, with the connection's last error when the failure itself does not
+   * (ioredis' "Reached the max retries per request limit", a timeout): `connect ECONNREFUSED …` is the cause
+   * a user can act on.
+   */
+  describeFailure(error: unknown): string {
+    const message = error instanceof Error ? error.message : String(error);
+    const connectionError = this.client.connectionError;
+    return connectionError === undefined || message.includes(connectionError) ? message : `${message}; the connection's last error: ${connectionError}`;
+  }
+
+  /**
    * One attempt: a mutex (also a read-write lock's writer) through ACQUIRE_SCRIPT, a permit or reader
    * through PERMIT_ACQUIRE_SCRIPT. A single-key writer that met readers, or was queued behind them before,
    * goes through WRITE_ACQUIRE_SCRIPT (one more round trip the first time, only then).

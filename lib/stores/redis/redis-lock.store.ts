@@ -230,10 +230,9 @@ export class RedisLockStore implements LockStore {
 
   private unavailable(error: unknown, keys: readonly LockKeyNames[], operation: string): Error {
     if (error instanceof LockError) return error;
-    const detail = error instanceof Error ? error.message : String(error);
     return new LockUnavailableError(
       keys.map((key) => key.name),
-      `${operation} failed on Redis (${detail})`,
+      `${operation} failed on Redis (${this.node.describeFailure(error)})`,
       { cause: error },
     );
   }

@@ -566,7 +566,7 @@ export class RedlockLockStore implements LockStore {
     answers: readonly NodeAnswer<unknown>[],
   ): LockUnavailableError {
     const failures = answers.flatMap((answer) =>
-      answer.ok ? [] : [`${this.nodes[answer.node].label}: ${errorMessage(answer.error)}`],
+      answer.ok ? [] : [`${this.nodes[answer.node].label}: ${this.nodes[answer.node].describeFailure(answer.error)}`],
     );
     const cause = answers.find((answer) => !answer.ok);
     return new LockUnavailableError(
