@@ -1,5 +1,8 @@
 import { LockKeyNamer } from '../../lib/keys';
+import { RedisLockNode } from '../../lib/stores/redis/redis-lock-node';
+import { type RedisProcess, startRedisServers } from '../support/redis-server';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
+import { quorumRecords } from '../support/permit-records';
 import { type RedlockNodes, startRedlockNodes } from './helpers/redlock-nodes';
 
 const namer = new LockKeyNamer('lock:');
@@ -53,5 +56,110 @@ describe('Redlock fences across moving quorums (5 real Redis nodes, SIGSTOP)', (
     }
     const notRising = fences.filter((fence, i) => i > 0 && fence <= fences[i - 1]);
     expect({ fences, notRising }).toEqual({ fences, notRising: [] });
+  });
+});
+
+/**
+ * One node's permit fences by stride, deterministically: three nodes of a Redlock of 3 (residues 0, 1, 2) on
+ * counters at the same value hand out three different fences, each above the counter, and leave the counter at
+ * their block's end. With INCR (before) all three gave the same value: two grants taking their highest fence from
+ * different nodes then shared it.
+ */
+describe('Redlock node: permit fences by stride (one real Redis)', () => {
+  let server: RedisProcess;
+  beforeAll(async () => {
+    [server] = await startRedisServers(1);
+  });
+  afterAll(() => server?.stop());
+
+  it('residues 0, 1, 2 on the same counter give 3 distinct fences above it; the counter ends at the block', async () => {
+    const stores = [0, 1, 2].map((residue) => new RedisLockNode(server.url, `nodes[${residue}]`, undefined, true, { step: 3, residue }));
+    try {
+      const given: number[][] = [];
+      for (const start of ['0', '7', '8', '9', '1000']) {
+        const row: number[] = [];
+        for (const [residue, node] of stores.entries()) {
+          const key = namer.names(uniqueKey(`stride-${start}-${residue}`));
+          await server.command('SET', key.fenceKey, start);
+          const reply = await node.acquire([key], `token|${residue}`, 10_000, 2_000, { kind: 'read' });
+          expect(reply).toMatchObject({ acquired: true });
+          if (!reply.acquired) throw new Error('unreachable');
+          row.push(reply.fences[0]);
+          const block = Math.floor(Number(start) / 3) + 1;
+          expect(reply.fences[0]).toBe(block * 3 + residue);
+          expect(reply.fences[0]).toBeGreaterThan(Number(start));
+          expect(Number(await server.command('GET', key.fenceKey))).toBe(block * 3 + 2);
+        }
+        given.push(row);
+      }
+      expect(given.map((row) => new Set(row).size)).toEqual([3, 3, 3, 3, 3]);
+      // Foreign data at the fence key (what INCR would refuse, or past 2^53) is refused, not overwritten.
+      for (const foreign of ['1.5', ' 7', 'nan', '99999999999999999999']) {
+        const key = namer.names(uniqueKey('stride-foreign'));
+        await server.command('SET', key.fenceKey, foreign);
+        await expect(stores[1].acquire([key], 'token|foreign', 10_000, 2_000, { kind: 'read' })).rejects.toThrow("not this library's");
+        expect(await server.command('GET', key.fenceKey)).toBe(foreign);
+      }
+    } finally {
+      await Promise.all(stores.map((node) => node.close()));
+    }
+  });
+});
+
+/**
+ * Permits and readers have several holders at once, each granted by its own quorum. A grant's fence is the
+ * highest its quorum's nodes gave: with each node counting by INCR, two grants made at the same moment could
+ * take the same highest value from different nodes. Each node now hands permits values of its own (blocks of
+ * N, its place in the list modulo N). The repeats themselves show under the load of 3 processes
+ * (test/reliability/primitives-history.spec.ts counted 16-55 per run before); these tests pin what the
+ * blocks need besides: every node records the grant's fence, and the write-back still orders grants.
+ */
+describe('Redlock permit and reader fences (3 real Redis nodes)', () => {
+  let nodes: RedlockNodes;
+  beforeAll(async () => {
+    nodes = await startRedlockNodes(3);
+  });
+  afterAll(() => nodes?.stop());
+  afterEach(() => nodes.servers.forEach((server) => server.resume()));
+  const apps = trackLockApps();
+
+  // The quorum of each: a semaphore of limit 25 needs every one of the 3 nodes (floor(3·25/26) + 1), a reader 2.
+  const shapes = [
+    { what: 'permits', options: { limit: 25 }, quorum: 3 },
+    { what: 'readers', options: { mode: 'read' as const }, quorum: 2 },
+  ];
+  it.each(shapes)('$what granted at the same moment over two services get fences of their own; inspect reports each', async ({ options, quorum }) => {
+    const first = await apps.start({ nodes: nodes.option });
+    const second = await apps.start({ nodes: nodes.option });
+    const key = uniqueKey('concurrent-permits');
+    const held = await Promise.all(Array.from({ length: 24 }, (_, index) => (index % 2 ? first : second).locks.acquire(key, options)));
+    const fences = held.map((lock) => lock.fence).sort((a, b) => a - b);
+    expect(new Set(fences).size).toBe(fences.length);
+    // Each node recorded the value its own counter gave; the grant's fence is recorded on a quorum (sent after
+    // the grant, not waited for), so that inspect, which reports the value a quorum records, finds it.
+    for (const lock of held) await quorumRecords(nodes.servers, key, lock.token, lock.fence, quorum);
+    expect((await first.locks.inspect(key))?.holders.map((holder) => holder.fence).sort((a, b) => a - b)).toEqual(fences);
+    // A grant asked for after those were returned (the 25th permit) is above every one of them.
+    const later = await first.locks.acquire(key, options);
+    expect(later.fence).toBeGreaterThan(fences[fences.length - 1]);
+    await Promise.all([...held, later].map((lock) => lock.release()));
+  });
+
+  it('a permit granted by a quorum behind another node still gets a fence above every earlier grant (the write-back)', async () => {
+    const { locks } = await apps.start({ nodes: nodes.option });
+    const key = uniqueKey('permit-moving-quorum');
+    const { fenceKey } = namer.names(key);
+    await nodes.inspectors[2].set(fenceKey, '1000');
+    const fences: number[] = [];
+    // Quorum {1, 2} (node 2 far ahead: node 1 is raised), then {0, 1}, then {0, 2}.
+    for (const paused of [0, 2, 1]) {
+      nodes.servers.forEach((server, node) => (node === paused ? server.pause() : server.resume()));
+      const permit = await locks.acquire(key, { mode: 'read', wait: 0 });
+      fences.push(permit.fence);
+      await permit.release();
+    }
+    // Node 2's block after 1000 is 1002-1004: its value is 1004 (≡ 2 mod 3); node 1, raised to it, goes on from there.
+    expect(fences[0]).toBe(1004);
+    expect(fences.filter((fence, i) => i > 0 && fence <= fences[i - 1])).toEqual([]);
   });
 });

@@ -46,11 +46,21 @@ end
 
 /**
  * KEYS: lock key (the holders' set), fence key, permits record, writer-intent key.
- * ARGV: holder value, ttl (ms), record (`semaphore:<limit>` or `read`), limit (0: no limit, readers).
- * Returns {1, fence, vacant} granted (vacant 1: room for another holder now); {0, retryAfter} busy (the
- * set is full: ms until its earliest holder expires; a reader behind a writer or a waiting writer: ms
- * until that lease or intent ends); {-3, found} the key is held as something else (`mutex` for a plain
- * lock, else the record found); {-1} the key holds data that is not this library's; {-2} the fence key does.
+ * ARGV: holder value, ttl (ms), record (`semaphore:<limit>` or `read`), limit (0: no limit, readers), and on
+ * a Redlock node of N its stride: step N and residue (the node's place in the list).
+ * Returns {1, fence, vacant, reach} granted (vacant 1: room for another holder now; reach: the fence counter
+ * after the grant, see below); {0, retryAfter} busy (the set is full: ms until its earliest holder expires; a
+ * reader behind a writer or a waiting writer: ms until that lease or intent ends); {-3, found} the key is
+ * held as something else (`mutex` for a plain lock, else the record found); {-1} the key holds data that is
+ * not this library's; {-2} the fence key does.
+ *
+ * Fences by stride (Redlock): a Redlock grant's fence is the highest its quorum's nodes gave, and with every
+ * node counting by INCR two permits granted at once by different quorums could take the same highest value
+ * from different nodes. With a stride the counter moves in blocks of N: the grant takes the next block,
+ * its fence is the block's value ≡ residue (mod N), one no other node ever hands out, and the counter is set
+ * to the block's last value (`reach`). Nodes granting in the same block so all reach the highest fence any of
+ * them gave, and the store needs no write-back for them (see fencesAgreed); a mutex or writer counting by
+ * INCR afterwards takes the next block's first value.
  */
 export const PERMIT_ACQUIRE_SCRIPT = `${PERMIT_HELPERS}
 local set, fenceKey, record, writer = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -81,17 +91,34 @@ if limit > 0 and count >= limit and not redis.call('ZSCORE', set, value) then
   local first = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
   return {0, math.max(1, tonumber(first[2]) - now)}
 end
-local fence = redis.pcall('INCR', fenceKey)
-if type(fence) == 'table' then
-  settle(set, record, now)
-  return {-2}
+local fence, reach
+local step = tonumber(ARGV[5])
+if step then
+  local current = redis.pcall('GET', fenceKey)
+  -- What INCR would refuse (not a 64-bit integer) is foreign data; so is a counter past 2^53 (less a block),
+  -- which Lua's numbers no longer count exactly: either would otherwise move the counter back.
+  if type(current) == 'table' or (current and (not string.match(current, '^%d+$') or tonumber(current) > 9007199254740991 - 2 * step)) then
+    settle(set, record, now)
+    return {-2}
+  end
+  local block = math.floor((tonumber(current) or 0) / step) + 1
+  fence = block * step + tonumber(ARGV[6])
+  reach = block * step + step - 1
+  redis.call('SET', fenceKey, string.format('%d', reach))
+else
+  fence = redis.pcall('INCR', fenceKey)
+  if type(fence) == 'table' then
+    settle(set, record, now)
+    return {-2}
+  end
+  reach = fence
 end
 if redis.call('ZADD', set, now + ttl, value) == 1 then count = count + 1 end
-redis.call('HSET', record, '#kind', wanted, value, fence)
+redis.call('HSET', record, '#kind', wanted, value, string.format('%d', fence))
 settle(set, record, now)
 local vacant = 0
 if limit == 0 or count < limit then vacant = 1 end
-return {1, fence, vacant}
+return {1, fence, vacant, reach}
 `;
 
 /**
@@ -149,10 +176,11 @@ return 1
  * KEYS: lock key, fence key, permits record. ARGV: holder value, fence.
  * The Redlock fence write-back of a permit or reader (see RAISE_FENCES_SCRIPT for a mutex): while the holder
  * is still in the set, raises the fence counter to at least `fence` (never lowers it) and records `fence` as
- * the holder's own in the permits record — the grant's fence, the highest of its quorum, where this node's
- * INCR had given it less. So every node of the quorum that confirmed the grant records the fence its Lock
- * reports, and inspect can report that value (the one a quorum records). Returns 1 when done; 0 when this
- * node no longer holds the permit; {-2, 1} when the fence key holds foreign data.
+ * the holder's own in the permits record — the grant's fence, the highest of its quorum, where this node had
+ * given it another (by stride, every node but one did). Also sent, not waited for, to just record the grant's
+ * fence on nodes whose counter already reached it (RedlockLockStore.recordPermitFence), so that a quorum records
+ * the fence its Lock reports and inspect can report that value. Returns 1 when done; 0 when this node no longer
+ * holds the permit; {-2, 1} when the fence key holds foreign data.
  */
 export const PERMIT_RAISE_FENCE_SCRIPT = `
 if type(redis.pcall('ZSCORE', KEYS[1], ARGV[1])) ~= 'string' then return 0 end

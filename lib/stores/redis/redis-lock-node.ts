@@ -76,6 +76,11 @@ export type NodeAcquireReply =
   | {
       readonly acquired: true;
       readonly fences: number[];
+      /**
+       * Per key, the fence counter on this node after the grant, when it is above the fence given (a Redlock
+       * permit's or reader's, counted by stride: see PERMIT_ACQUIRE_SCRIPT); otherwise it is the fence.
+       */
+      readonly reaches?: number[];
       /** A permit or reader granted with room left for another holder. */
       readonly vacant?: boolean;
     }
@@ -87,6 +92,16 @@ export type NodeAcquireReply =
       /** A writer blocked by readers whose intent is recorded on this node. */
       readonly queued?: boolean;
     };
+
+/**
+ * How a Redlock node numbers the fences it hands permits and readers: in blocks of `step` (the number of nodes),
+ * each value ≡ `residue` (the node's place in the list) modulo `step`, so that no two nodes ever hand out the
+ * same value (see PERMIT_ACQUIRE_SCRIPT).
+ */
+export interface PermitFenceStride {
+  readonly step: number;
+  readonly residue: number;
+}
 
 /**
  * The lock scripts on one Redis deployment (a standalone server, a Sentinel-managed master or a Cluster),
@@ -127,6 +142,8 @@ export class RedisLockNode {
     readonly label: string,
     private readonly minReplicas?: MinReplicas,
     private readonly quorumMember = false,
+    /** A Redlock node's stride for permit fences (see PERMIT_ACQUIRE_SCRIPT): none on one Redis. */
+    private readonly permitFenceStride?: PermitFenceStride,
   ) {
     this.client = createLockClient(connection, label, this.logger);
   }
@@ -376,10 +393,17 @@ export class RedisLockNode {
     // A quorum member's permit attempt is tracked only for its take-back (see mustTakeBack), which minReplicas
     // alone asks for: a permit has no second script.
     const attempt: PlainAttempt | undefined = this.quorumMember && this.minReplicas ? { superseded: false, takenBack: false, inChain: false } : undefined;
-    const sent = this.granting(PERMIT_ACQUIRE, names, [token, ttl, recordOf(shape), limit], [key], token, timeoutMs, shape, attempt);
+    const stride = this.permitFenceStride;
+    const args = stride ? [token, ttl, recordOf(shape), limit, stride.step, stride.residue] : [token, ttl, recordOf(shape), limit];
+    const sent = this.granting(PERMIT_ACQUIRE, names, args, [key], token, timeoutMs, shape, attempt);
     const reply = (await (attempt ? this.unansweredUntil(token, attempt, sent, (answer) => answer) : sent)) as unknown[];
     const status = Number(reply[0]);
-    if (status === 1) return { acquired: true, fences: [Number(reply[1])], vacant: Number(reply[2]) === 1 };
+    if (status === 1) {
+      const fence = Number(reply[1]);
+      const reach = Number(reply[3]);
+      const vacant = Number(reply[2]) === 1;
+      return reach === fence ? { acquired: true, fences: [fence], vacant } : { acquired: true, fences: [fence], vacant, reaches: [reach] };
+    }
     if (status === 0) return { acquired: false, retryAfter: Number(reply[1]), holder: '' };
     if (status === -3) {
       const found = String(reply[1]);
@@ -546,6 +570,18 @@ export class RedisLockNode {
     const reply = await this.write(script, names, [token, ...fences], timeoutMs, keys, (answer) => Number(answer) === 1, 'fence');
     if (Array.isArray(reply)) throw this.foreignData(keys[Number(reply[1]) - 1], 'fence');
     return Number(reply) === 1;
+  }
+
+  /**
+   * Records `fence` as a permit's or reader's own on this node, for inspect (PERMIT_RAISE_FENCE_SCRIPT, which
+   * also raises the counter to it if lower), while the node still holds it. Unlike raiseFences it never waits
+   * for replicas: nothing the fence's order rests on is written here (see RedlockLockStore.recordPermitFence).
+   */
+  async recordPermitFence(key: LockKeyNames, token: string, fence: number, timeoutMs: number): Promise<void> {
+    // Past the command's own bookkeeping (run): a record that fails or times out says nothing the next verdict
+    // should go by (`failing`), and nobody waits for it.
+    this.refuseWhenClosed();
+    await this.client.runScript(PERMIT_RAISE_FENCE, [key.lockKey, key.fenceKey, key.permitsKey], [token, fence], timeoutMs);
   }
 
   /** What holds `key` on this node, or null when nothing does (see INSPECT_SCRIPT). */

@@ -69,7 +69,12 @@ export class RedlockLockStore implements LockStore {
     private readonly options: RedlockLockStoreOptions,
   ) {
     if (connections.length === 0) throw new RangeError('Redlock needs at least one node');
-    this.nodes = connections.map((connection, index) => new RedisLockNode(connection, `nodes[${index}]`, options.minReplicas, true));
+    // Permit fences by stride (see PERMIT_ACQUIRE_SCRIPT): every node hands out values no other node does.
+    const step = connections.length;
+    this.nodes = connections.map(
+      (connection, index) =>
+        new RedisLockNode(connection, `nodes[${index}]`, options.minReplicas, true, step > 1 ? { step, residue: index } : undefined),
+    );
     this.quorum = quorumOf(this.nodes.length);
     this.hub = new ReleaseHub({
       subscribe: (channel) => this.subscribe(channel),
@@ -141,12 +146,12 @@ export class RedlockLockStore implements LockStore {
       let vacant = false;
       for (const answer of answers) {
         if (answer.ok && answer.value.acquired) {
-          grants.push({ node: answer.node, fences: answer.value.fences });
+          grants.push({ node: answer.node, fences: answer.value.fences, reaches: answer.value.reaches });
           vacant ||= answer.value.vacant === true;
         }
       }
-      // As a rule a quorum of the granting nodes already gave the highest fences: nothing to write back, and
-      // no round to wait for.
+      // As a rule a quorum of the granting nodes already gave (or, for permits, reached) the highest fences:
+      // nothing to write back, and no round to wait for.
       let fences: number[] | undefined;
       // Taken back after all, the grant is announced as a release: it held a quorum, so waiters refused for it
       // sleep until a release of it (or its lease's end) and this caller, throwing, will never release it.
@@ -157,7 +162,10 @@ export class RedlockLockStore implements LockStore {
         throw error;
       }
       const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
-      if (fences && validUntil > performance.now()) return { acquired: true, fences, validUntil, vacant };
+      if (fences && validUntil > performance.now()) {
+        if (isPermit(shape)) this.recordPermitFence(grants, keys, token, fences, quorum, timeout);
+        return { acquired: true, fences, validUntil, vacant };
+      }
       await this.undo(round, keys, token, timeout, shape, true);
       throw this.unavailable(
         keys,
@@ -279,6 +287,34 @@ export class RedlockLockStore implements LockStore {
       }
       // Otherwise the busy or failed attempt's undo, sent right after this, supersedes the second script.
     });
+  }
+
+  /**
+   * Records a permit's or reader's fence (the grant's, F) on a quorum of the nodes that granted it, for inspect,
+   * which reports the value a quorum records. Each node recorded the value its own counter gave, by stride (see
+   * PERMIT_ACQUIRE_SCRIPT): F on one of them, another value on each of the others. So F is recorded on as many
+   * others as a quorum needs (the write-back, when one ran, recorded it on the nodes it raised already; sending
+   * them another is harmless, and rare). Nothing waits for it: the grant's fence is established without it (the
+   * counters reached F). A node that no longer holds the permit (released meanwhile: the release went first on
+   * the same connection) changes nothing. Nodes beyond the quorum keep their own values: one such extra script per
+   * node and grant would cost Redis about as much as the grant's own (a review counted +40% per grant and release
+   * on 5 nodes when every node was recorded).
+   */
+  private recordPermitFence(
+    grants: readonly NodeGrant[],
+    keys: readonly LockKeyNames[],
+    token: string,
+    fences: readonly number[],
+    quorum: number,
+    timeout: number,
+  ): void {
+    let recorded = grants.filter((grant) => grant.fences[0] === fences[0]).length;
+    for (const grant of grants) {
+      if (recorded >= quorum) return;
+      if (grant.fences[0] === fences[0]) continue;
+      this.nodes[grant.node].recordPermitFence(keys[0], token, fences[0], timeout).catch(() => undefined);
+      recorded++;
+    }
   }
 
   /**
