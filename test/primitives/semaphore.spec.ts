@@ -59,16 +59,9 @@ describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('coun
     expect(grants).toHaveLength(36);
     expect(maxInside).toBe(3);
     const distinctFences = new Set(grants.map((grant) => grant.fence)).size;
-    if (store.name.startsWith('redlock')) {
-      // KNOWN ENGINE DEFECT (README "Fences" under Semaphores; /work/reviews/primitives-findings.md, P1): two
-      // permits granted at the same moment can get the same fence from different nodes, in about one run of
-      // this test in ten (measured 1 of 8 with batched script calls, 1 of 12 without). Tracked, with the check
-      // kept, by the `it.fails` in test/reliability/primitives-history.spec.ts; here the fences must still
-      // never go back (below), and repeats stay the exception.
-      expect(distinctFences).toBeGreaterThanOrEqual(33);
-    } else {
-      expect(distinctFences).toBe(36);
-    }
+    // Every grant its own fence, on every store: on Redlock, before fences by stride, two permits granted at the
+    // same moment could take the same highest value from different nodes (about one run in ten here).
+    expect(distinctFences).toBe(36);
     expect(fencesOutOfOrder(grants)).toEqual([]);
     expect(await first.isLocked(key)).toBe(false);
   });

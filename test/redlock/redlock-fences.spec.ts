@@ -112,7 +112,7 @@ describe('Redlock node: permit fences by stride (one real Redis)', () => {
  * take the same highest value from different nodes. Each node now hands permits values of its own (blocks of
  * N, its place in the list modulo N). The repeats themselves show under the load of 3 processes
  * (test/reliability/primitives-history.spec.ts counted 16-55 per run before); these tests pin what the
- * blocks need besides: every node records the grant's fence, and the write-back still orders grants.
+ * blocks need besides: a quorum of nodes records the grant's fence, and the write-back still orders grants.
  */
 describe('Redlock permit and reader fences (3 real Redis nodes)', () => {
   let nodes: RedlockNodes;

@@ -27,7 +27,7 @@ export async function quorumRecords(
       records = await Promise.all(servers.map((server) => permitRecordOn(server, key, token)));
       return records.every((record) => record !== undefined) && records.filter((record) => record?.fence === fence).length >= quorum;
     },
-    2_000,
+    5_000,
     `every node holds ${token} and ${quorum} of them record fence ${fence}`,
   );
   return records.map((record) => {

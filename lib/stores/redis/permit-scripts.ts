@@ -95,8 +95,9 @@ local fence, reach
 local step = tonumber(ARGV[5])
 if step then
   local current = redis.pcall('GET', fenceKey)
-  -- What INCR would refuse (not a 64-bit integer) is foreign data; so is a counter past 2^53 (less a block),
-  -- which Lua's numbers no longer count exactly: either would otherwise move the counter back.
+  -- Only a counter this library writes is taken: digits, at most 2^53 - 1 less two blocks (Lua's numbers count
+  -- exactly up to 2^53). Anything else is foreign data, as INCR would refuse what is not an integer: taken, a
+  -- sign, a fraction or a huge value could move the counter back.
   if type(current) == 'table' or (current and (not string.match(current, '^%d+$') or tonumber(current) > 9007199254740991 - 2 * step)) then
     settle(set, record, now)
     return {-2}
