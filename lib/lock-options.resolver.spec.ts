@@ -30,6 +30,11 @@ describe('resolveLockOptions', () => {
     ['nodes', { nodes: [] }],
     ['nodes', { nodes: 'redis://127.0.0.1:1' }],
     ['nodes[1]', { nodes: ['redis://127.0.0.1:1', 42] }],
+    // The same server twice would count its vote twice: by URL (another database of it too), by options, mixed.
+    ['nodes[1]', { nodes: ['redis://127.0.0.1:7001', 'redis://127.0.0.1:7001/2', 'redis://127.0.0.1:7003'] }],
+    ['nodes[2]', { nodes: ['redis://a.example:7001', 'redis://b.example:7001', 'redis://A.example:7001'] }],
+    ['nodes[1]', { nodes: [{ host: 'h', port: 7001 }, 'redis://h:7001', 'redis://h:7003'] }],
+    ['nodes[1]', { nodes: ['redis://localhost', { port: 6379 }, 'redis://localhost:7003'] }],
     ['redis', { redis: 42 }],
     ['redis', { redis: 'localhost:6379' }],
     ['redis', { redis: { foo: 1 } }],
@@ -73,6 +78,9 @@ describe('resolveLockOptions', () => {
     expect(() => resolveLockOptions({ redis: { host: '127.0.0.1', port: 6380 } })).not.toThrow();
     expect(() => resolveLockOptions({ redis: client, wait: Infinity, maxHold: Infinity })).not.toThrow();
     expect(() => resolveLockOptions({ nodes: [client, 'rediss://h:1', { port: 1 }] })).not.toThrow();
+    expect(() => resolveLockOptions({ nodes: ['redis://h:7001', 'redis://h:7002', { host: 'h', port: 7003 }, 'redis://g:7001', '/tmp/r.sock'] })).not.toThrow();
+    // One client lent twice is one server voting twice.
+    expect(() => resolveLockOptions({ nodes: [client, 'redis://h:7001', client] })).toThrow(LockOptionsError);
     client.disconnect();
   });
 

@@ -61,6 +61,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
       throw new LockOptionsError('nodes', given.nodes, 'a non-empty array of Redis URLs, options or clients');
     }
     given.nodes.forEach((node: RedlockNode, index: number) => checkConnection(`nodes[${index}]`, node, false));
+    checkDistinctNodes(given.nodes);
   }
   const keyPrefix = given.keyPrefix ?? LOCK_DEFAULTS.keyPrefix;
   if (typeof keyPrefix !== 'string') throw new LockOptionsError('keyPrefix', keyPrefix, 'a string');
@@ -319,6 +320,44 @@ function replicaBudget(timeout: number, ttl: number, option: string, value: unkn
     const expected = option === 'ttl' ? `at least 3 × minReplicas.timeout (${timeout} ms)` : `at most a third of the ttl (${ttl} ms)`;
     throw new LockOptionsError(option, value, `${expected}: a renewal is sent about ttl/3 before the lease ends, and may wait that long for replicas`);
   }
+}
+
+/**
+ * Redlock counts each node's vote: the same server listed twice (or one client lent twice) would count one
+ * server's grant twice, and a lock could be granted to two callers at once. Told apart by what the options say
+ * (host and port, or socket path, whatever the database number: two databases of one server are not
+ * independent); two different clients, or two names for one host, cannot be told apart here.
+ */
+function checkDistinctNodes(nodes: readonly RedlockNode[]): void {
+  const seen = new Map<unknown, number>();
+  nodes.forEach((node, index) => {
+    const identity = serverOf(node);
+    const first = seen.get(identity);
+    if (first !== undefined) {
+      throw new LockOptionsError(
+        `nodes[${index}]`,
+        node,
+        `a Redis server that no other node names (nodes[${first}] is the same one): Redlock needs independent masters`,
+      );
+    }
+    seen.set(identity, index);
+  });
+}
+
+/** The server a node names: `host:port` or the socket path for a URL or options, else the client itself. */
+function serverOf(node: RedlockNode): unknown {
+  if (typeof node === 'string') {
+    if (node.startsWith('/') || !URL.canParse(node)) return node;
+    const url = new URL(node);
+    return `${url.hostname.toLowerCase()}:${url.port || '6379'}`;
+  }
+  const options = node as { host?: unknown; port?: unknown; path?: unknown; sentinels?: unknown; name?: unknown };
+  if (Object.getPrototypeOf(node) === Object.prototype || Object.getPrototypeOf(node) === null) {
+    if (typeof options.path === 'string') return options.path;
+    if (options.sentinels !== undefined) return node;
+    return `${String(options.host ?? 'localhost').toLowerCase()}:${String(options.port ?? 6379)}`;
+  }
+  return node;
 }
 
 function checkConnection(option: string, value: unknown, clusterAllowed: boolean): void {

@@ -9,7 +9,15 @@ import { RedlockLockStore } from './redlock/redlock-lock.store';
 export function createLockStore(options: ResolvedLockOptions): LockStore {
   const timing = { driftFactor: options.driftFactor, commandTimeout: options.commandTimeout, minReplicas: options.minReplicas };
   if (options.redis !== undefined) return new RedisLockStore(options.redis, timing);
-  if (options.nodes !== undefined) return new RedlockLockStore(options.nodes, timing);
+  if (options.nodes !== undefined) {
+    if (options.nodes.length === 2) {
+      new Logger('LockModule').warn(
+        'Redlock over 2 nodes: a lock needs both, so one node down makes every lock unavailable. ' +
+          'Use 3 or 5 independent masters (one Redis needs no Redlock: use `redis`).',
+      );
+    }
+    return new RedlockLockStore(options.nodes, timing);
+  }
   new Logger('LockModule').warn(
     'No Redis configured (neither `redis` nor `nodes`): using the in-process lock store, ' +
       'which excludes callers of this process only. Configure Redis for locks across processes.',
