@@ -17,8 +17,9 @@ import { PERMIT_HELPERS } from './permit-scripts';
  * As ACQUIRE_SCRIPT for one key, where a set of readers may hold the key: expired readers are dropped
  * first (a key left with none is taken). Returns {1, fence} granted; {0, retryAfter, holder, queued} busy
  * (readers: ms until the last one's lease ends; a writer: its PTTL and value; queued 1 when this token's
- * intent is recorded, 0 when another writer's is, or on a final attempt); {-3, record} the key is a semaphore; {-1} foreign data
- * at the lock key; {-2} at the fence key.
+ * intent is recorded, 0 when another writer's is, or on a final attempt), and when readers refused it
+ * {…, readers, count} (their values when there are at most 32 of them, else none, and how many there are);
+ * {-3, record} the key is a semaphore; {-1} foreign data at the lock key; {-2} at the fence key.
  */
 export const WRITE_ACQUIRE_SCRIPT = `${PERMIT_HELPERS}
 local lock, fenceKey, record, writer = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -37,10 +38,15 @@ if redis.call('TYPE', lock).ok == 'zset' then
   local found = redis.pcall('HGET', record, '#kind')
   if type(found) ~= 'string' then return {-1} end
   local now = now_ms()
-  if purge(lock, record, now) > 0 then
+  local count = purge(lock, record, now)
+  if count > 0 then
     local last = redis.call('ZRANGE', lock, -1, -1, 'WITHSCORES')
     if found ~= 'read' then return {-3, found} end
-    return {0, math.max(1, tonumber(last[2]) - now), '', intend()}
+    -- The readers, when few (all of them, or none): the Redlock store tells readers that hold a quorum from
+    -- partial grants being undone.
+    local readers = {}
+    if count <= 32 then readers = redis.call('ZRANGE', lock, 0, -1) end
+    return {0, math.max(1, tonumber(last[2]) - now), '', intend(), readers, count}
   end
   -- Only expired holders were left (the set is gone now): the key is free.
   redis.call('DEL', record)

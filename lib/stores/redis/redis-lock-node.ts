@@ -91,7 +91,15 @@ export type NodeAcquireReply =
       readonly holder: string;
       /** A writer blocked by readers whose intent is recorded on this node. */
       readonly queued?: boolean;
+      /**
+       * A writer refused by readers: their values when few, UNNAMED_READERS when too many to name (see
+       * WRITE_ACQUIRE_SCRIPT); undefined when no readers refused it.
+       */
+      readonly readers?: readonly string[];
     };
+
+/** NodeAcquireReply.readers of a node that holds too many readers to name them: the store then names none. */
+export const UNNAMED_READERS: readonly string[] = Object.freeze([]);
 
 /**
  * How a Redlock node numbers the fences it hands permits and readers: in blocks of `step` (the number of nodes),
@@ -374,7 +382,11 @@ export class RedisLockNode {
     const status = Number(reply[0]);
     if (status === 1) return { acquired: true, fences: [Number(reply[1])] };
     if (status === 0) {
-      return { acquired: false, retryAfter: Number(reply[1]), holder: String(reply[2] ?? ''), queued: Number(reply[3]) === 1 };
+      const refused = { acquired: false, retryAfter: Number(reply[1]), holder: String(reply[2] ?? ''), queued: Number(reply[3]) === 1 } as const;
+      if (reply[5] === undefined || reply[5] === null) return refused;
+      // Refused by readers: named when at most 32 of them (see WRITE_ACQUIRE_SCRIPT), else only counted.
+      const named = Array.isArray(reply[4]) && reply[4].length > 0;
+      return named ? { ...refused, readers: (reply[4] as unknown[]).map(String) } : { ...refused, readers: UNNAMED_READERS };
     }
     if (status === -3) throw kindConflict(key.name, shapeFromRecord(String(reply[1])) ?? { kind: 'mutex' }, undefined);
     throw this.foreignData(key, status === -1 ? 'lock' : 'fence');

@@ -2,7 +2,7 @@ import { InvalidLockKeyError, LockOptionsError, LockUnavailableError } from '../
 import type { MinReplicas, RedlockNode } from '../../lock-options.interface';
 import { type NodeHealth, roundMs, type StoreHealth } from '../../health/store-health';
 import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
-import { type NodeAcquireReply, type NodeHolder, RedisLockNode, isPermit } from '../redis/redis-lock-node';
+import { type NodeAcquireReply, type NodeHolder, RedisLockNode, UNNAMED_READERS, isPermit } from '../redis/redis-lock-node';
 import { kindOf } from '../shared/kind-conflict';
 import { ReleaseHub } from '../shared/release-hub';
 import { withdrawalMessage } from '../shared/withdrawal-message';
@@ -23,6 +23,12 @@ export interface RedlockLockStoreOptions {
 
 /** Mean delay before retrying a key whose nodes were split between contending attempts. */
 const CONTENDED_RETRY_MS = 20;
+
+/** How long a writer refused by readers without a quorum waits for the other nodes' answers (see attempt). */
+const READERS_HEAR_OUT_MS = 50;
+
+/** Prefix of a reader's value among a refusal's holders (see attempt): never a lease value's first character. */
+const READER = '\0reader:';
 
 /** Mean delay before retrying a semaphore whose nodes were split between attempts (or hold stale permits). */
 const PERMIT_CONTENDED_RETRY_MS = 100;
@@ -182,6 +188,13 @@ export class RedlockLockStore implements LockStore {
     if (verdict === 'unavailable') {
       throw this.unavailable(keys, 'acquire', this.tooFewNodes(answers, quorum), answers);
     }
+    let heard = answers;
+    if (namesReaders(heard) && !this.readersHoldQuorum(heard) && heard.length < this.nodes.length) {
+      // A writer refused by readers none of whom holds a quorum of the nodes heard: partial reader grants being
+      // undone (silently), or readers granted by quorums that include the nodes not heard yet. Hear those out
+      // (briefly: a node presumed down, or one slower than READERS_HEAR_OUT_MS, is not waited for).
+      heard = await this.hearOut(round, READERS_HEAR_OUT_MS);
+    }
     const busy: number[] = [];
     const holders = new Map<string, number>();
     let failed = 0;
@@ -190,9 +203,13 @@ export class RedlockLockStore implements LockStore {
     // to fix (key, keyPrefix, or the same limit/mode everywhere). On a minority it is a leftover: a lease of
     // the other kind being released or expiring there (a release is decided on a quorum, and the last nodes
     // apply it a moment later), so that node counts as busy for now and the attempt is made again soon.
-    const mistakes = answers.filter((answer) => !answer.ok && isCallersMistake(answer.error));
+    const mistakes = heard.filter((answer) => !answer.ok && isCallersMistake(answer.error));
     if (mistakes.length >= this.quorum) throw (mistakes[0] as { error: unknown }).error;
-    for (const answer of answers) {
+    // Readers are counted one by one only when every node they refused on named them (one too full to name
+    // them could hold any of them): otherwise "readers", unnamed, count as one holder, as before.
+    const byReader = namesReaders(heard);
+    let refusedByReaders = false;
+    for (const answer of heard) {
       if (!answer.ok && isCallersMistake(answer.error)) {
         busy.push(-1);
         continue;
@@ -200,7 +217,13 @@ export class RedlockLockStore implements LockStore {
       if (!answer.ok) failed++;
       else if (!answer.value.acquired) {
         busy.push(answer.value.retryAfter);
-        holders.set(answer.value.holder, (holders.get(answer.value.holder) ?? 0) + 1);
+        // Refused by readers it names: each reader counts as a holder of this node (a partial reader grant holds
+        // no quorum, and its undo is announced to nobody).
+        const readers = byReader ? answer.value.readers : undefined;
+        if (readers) {
+          refusedByReaders = true;
+          for (const reader of readers) holders.set(READER + reader, (holders.get(READER + reader) ?? 0) + 1);
+        } else holders.set(answer.value.holder, (holders.get(answer.value.holder) ?? 0) + 1);
       } else granted++;
     }
     if (shape?.kind === 'semaphore') {
@@ -218,9 +241,11 @@ export class RedlockLockStore implements LockStore {
       // No grant holds a quorum of the nodes that answered. Nodes that failed, and those not heard from yet
       // whose last command failed too (presumed down, not merely slower: a busy verdict does not wait for
       // them), may hold anything.
+      // Counted by reader, every node not heard from may hold them (the answers were heard out, and a node
+      // slower than that may hold what makes a quorum of readers): it then sleeps at most about a node timeout.
       let unknown = failed;
       this.nodes.forEach((node, index) => {
-        if (node.failing && !answers.some((answer) => answer.node === index)) unknown++;
+        if ((node.failing || refusedByReaders) && !heard.some((answer) => answer.node === index)) unknown++;
       });
       if (most + unknown < this.quorum) {
         // Nor could one with them: the key is contended by attempts that split the nodes between them and
@@ -241,7 +266,7 @@ export class RedlockLockStore implements LockStore {
     }
     // A quorum holds the key: only a release of a grant that refused this attempt can free it for the waiter
     // (see AcquireOutcome.refusedBy), when every refusal named its grant.
-    const refusedBy = mistakes.length === 0 && !holders.has('') ? [...holders.keys()] : undefined;
+    const refusedBy = mistakes.length === 0 && !holders.has('') && !refusedByReaders ? [...holders.keys()] : undefined;
     return { acquired: false, retryAfter: this.retryAfter(busy, failed, quorum), queued, refusedBy };
   }
 
@@ -578,6 +603,29 @@ export class RedlockLockStore implements LockStore {
     );
   }
 
+  /** Whether a reader, or another holder, is named by a quorum of the refusals (see namesReaders). */
+  private readersHoldQuorum(answers: readonly NodeAnswer<NodeAcquireReply>[]): boolean {
+    const counts = new Map<string, number>();
+    for (const answer of answers) {
+      if (!answer.ok || answer.value.acquired) continue;
+      for (const holder of answer.value.readers ?? [answer.value.holder]) {
+        const count = (counts.get(holder) ?? 0) + 1;
+        if (count >= this.quorum) return true;
+        counts.set(holder, count);
+      }
+    }
+    return false;
+  }
+
+  /** The round's answers once every node answered, or `ms` passed; nodes presumed down are not waited for. */
+  private async hearOut(round: QuorumRound<NodeAcquireReply>, ms: number): Promise<readonly NodeAnswer<NodeAcquireReply>[]> {
+    const awaited = round.answers.filter((_answer, index) => !this.nodes[index].failing);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(awaited), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+    clearTimeout(timer);
+    return round.answersSoFar();
+  }
+
   /**
    * When a busy key frees up for this client: the key is granted once enough of the busy nodes' leases
    * expire for the nodes left to make a quorum. -1 when no busy node reported a time.
@@ -649,6 +697,20 @@ function fenceOf(states: readonly NodeHolder[], quorum: number): number {
     counts.set(fence, count);
   }
   return Math.max(...states.map((state) => state.fence));
+}
+
+/**
+ * Whether a writer was refused by readers that every such node named (WRITE_ACQUIRE_SCRIPT names up to 32): only
+ * then can the store tell readers that hold a quorum from partial grants. False at once for any other refusal.
+ */
+function namesReaders(answers: readonly NodeAnswer<NodeAcquireReply>[]): boolean {
+  let named = false;
+  for (const answer of answers) {
+    if (!answer.ok || answer.value.acquired || answer.value.readers === undefined) continue;
+    if (answer.value.readers === UNNAMED_READERS) return false;
+    named = true;
+  }
+  return named;
 }
 
 /** A node's refusal that is the caller's to fix, not the node's failure: foreign data, or a key held as another kind. */
