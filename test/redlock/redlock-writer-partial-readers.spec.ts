@@ -18,6 +18,18 @@ describe('Redlock: a writer refused by readers that hold no quorum', () => {
   const reader = { kind: 'read' } as const;
   const TTL = 4_000;
 
+  /** Grants each reader on the nodes listed, directly (no quorum needed): what a Redlock attempt leaves there. */
+  async function placeReaders(key: ReturnType<LockKeyNamer['names']>, placements: readonly (readonly [number, string])[]): Promise<void> {
+    for (const [node, value] of placements) await direct[node].acquire([key], value, TTL, 1_000, reader);
+  }
+
+  /** A queued writer's attempt through the Redlock store: refused, with how long it would sleep. */
+  async function writerRetryAfter(key: ReturnType<LockKeyNamer['names']>, token: string): Promise<number> {
+    const outcome = await store.acquire({ keys: [key], token, ttl: TTL, queued: true });
+    if (outcome.acquired) throw new Error(`the writer ${token} was granted beside readers`);
+    return outcome.retryAfter;
+  }
+
   beforeAll(async () => {
     servers = await startRedisServers(3);
     store = new RedlockLockStore(servers.map((server) => server.url), { driftFactor: 0.01 });
@@ -31,52 +43,31 @@ describe('Redlock: a writer refused by readers that hold no quorum', () => {
 
   it('partial reader grants on two nodes: retried soon, not after the readers\' lease', async () => {
     const key = namer.names(uniqueKey('partial-readers'));
-    await direct[0].acquire([key], 'readerA|x', TTL, 1_000, reader);
-    await direct[2].acquire([key], 'readerB|x', TTL, 1_000, reader);
-    const outcome = await store.acquire({ keys: [key], token: 'writer|x', ttl: TTL, queued: true });
-    expect(outcome.acquired).toBe(false);
-    if (outcome.acquired) return;
-    expect(outcome.retryAfter).toBeLessThanOrEqual(30);
+    await placeReaders(key, [[0, 'readerA|x'], [2, 'readerB|x']]);
+    expect(await writerRetryAfter(key, 'writer|x')).toBeLessThanOrEqual(30);
   });
 
   it('one reader on a quorum: the writer sleeps until a release (or the lease end), as before', async () => {
     const key = namer.names(uniqueKey('quorum-reader'));
-    await direct[0].acquire([key], 'readerA|x', TTL, 1_000, reader);
-    await direct[1].acquire([key], 'readerA|x', TTL, 1_000, reader);
-    await direct[2].acquire([key], 'readerB|x', TTL, 1_000, reader);
-    const outcome = await store.acquire({ keys: [key], token: 'writer|y', ttl: TTL, queued: true });
-    expect(outcome.acquired).toBe(false);
-    if (outcome.acquired) return;
-    expect(outcome.retryAfter).toBeGreaterThan(3_000);
+    await placeReaders(key, [[0, 'readerA|x'], [1, 'readerA|x'], [2, 'readerB|x']]);
+    expect(await writerRetryAfter(key, 'writer|y')).toBeGreaterThan(3_000);
   });
 
   it('more readers than a node names (33, each on a quorum): the writer sleeps, it does not spin', async () => {
     const key = namer.names(uniqueKey('many-readers'));
     // Node 0 holds all 33 (too many to name), nodes 1 and 2 about half each: every reader holds a quorum.
-    for (let i = 0; i < 33; i++) {
-      await direct[0].acquire([key], `reader${i}|x`, TTL, 1_000, reader);
-      await direct[i % 2 ? 1 : 2].acquire([key], `reader${i}|x`, TTL, 1_000, reader);
-    }
-    const outcome = await store.acquire({ keys: [key], token: 'writer|many', ttl: TTL, queued: true });
-    expect(outcome.acquired).toBe(false);
-    if (outcome.acquired) return;
-    expect(outcome.retryAfter).toBeGreaterThan(3_000);
+    await placeReaders(key, Array.from({ length: 33 }, (_, i) => [[0, `reader${i}|x`], [i % 2 ? 1 : 2, `reader${i}|x`]] as const).flat());
+    expect(await writerRetryAfter(key, 'writer|many')).toBeGreaterThan(3_000);
   });
 
   it('readers split over a quorum that includes a slow node: about a node timeout, not a spin', async () => {
     const key = namer.names(uniqueKey('slow-node'));
-    await direct[0].acquire([key], 'readerA|x', TTL, 1_000, reader);
-    await direct[1].acquire([key], 'readerA|x', TTL, 1_000, reader);
-    await direct[1].acquire([key], 'readerB|x', TTL, 1_000, reader);
-    await direct[2].acquire([key], 'readerB|x', TTL, 1_000, reader);
+    await placeReaders(key, [[0, 'readerA|x'], [1, 'readerA|x'], [1, 'readerB|x'], [2, 'readerB|x']]);
     // Node 1, which makes each reader's quorum, answers only after the store heard the others out (50 ms).
     servers[1].pause();
     try {
-      const outcome = await store.acquire({ keys: [key], token: 'writer|slow', ttl: TTL, queued: true });
-      expect(outcome.acquired).toBe(false);
-      if (outcome.acquired) return;
       // Spinning reads 10-30 ms; the node timeout here is 800 ms (ttl / 5), taken at 0.5-1.5 times.
-      expect(outcome.retryAfter).toBeGreaterThanOrEqual(400);
+      expect(await writerRetryAfter(key, 'writer|slow')).toBeGreaterThanOrEqual(400);
     } finally {
       servers[1].resume();
     }
@@ -84,13 +75,7 @@ describe('Redlock: a writer refused by readers that hold no quorum', () => {
 
   it('two readers with different quorums: the writer sleeps, it does not spin', async () => {
     const key = namer.names(uniqueKey('two-quorums'));
-    await direct[0].acquire([key], 'readerA|x', TTL, 1_000, reader);
-    await direct[1].acquire([key], 'readerA|x', TTL, 1_000, reader);
-    await direct[1].acquire([key], 'readerB|x', TTL, 1_000, reader);
-    await direct[2].acquire([key], 'readerB|x', TTL, 1_000, reader);
-    const outcome = await store.acquire({ keys: [key], token: 'writer|z', ttl: TTL, queued: true });
-    expect(outcome.acquired).toBe(false);
-    if (outcome.acquired) return;
-    expect(outcome.retryAfter).toBeGreaterThan(3_000);
+    await placeReaders(key, [[0, 'readerA|x'], [1, 'readerA|x'], [1, 'readerB|x'], [2, 'readerB|x']]);
+    expect(await writerRetryAfter(key, 'writer|z')).toBeGreaterThan(3_000);
   });
 });
