@@ -351,7 +351,7 @@ function serverOf(node: RedlockNode): unknown {
     const url = new URL(node);
     return `${url.hostname.toLowerCase()}:${url.port || '6379'}`;
   }
-  const options = node as { host?: unknown; port?: unknown; path?: unknown; sentinels?: unknown; name?: unknown };
+  const options = node as { host?: unknown; port?: unknown; path?: unknown; sentinels?: unknown };
   if (Object.getPrototypeOf(node) === Object.prototype || Object.getPrototypeOf(node) === null) {
     if (typeof options.path === 'string') return options.path;
     if (options.sentinels !== undefined) return node;

@@ -12,13 +12,14 @@ import { PERMIT_HELPERS } from './permit-scripts';
  */
 
 /**
- * KEYS: lock key, fence key, permits record, writer-intent key. ARGV: token, ttl (ms), and '0' when the
- * caller makes no further attempt (nothing is then recorded: see AcquireRequest.final).
+ * KEYS: lock key, fence key, permits record, writer-intent key. ARGV: token, ttl (ms), '0' when the caller
+ * makes no further attempt (nothing is then recorded: see AcquireRequest.final), and '1' to have readers
+ * that refuse it named (a Redlock node).
  * As ACQUIRE_SCRIPT for one key, where a set of readers may hold the key: expired readers are dropped
  * first (a key left with none is taken). Returns {1, fence} granted; {0, retryAfter, holder, queued} busy
  * (readers: ms until the last one's lease ends; a writer: its PTTL and value; queued 1 when this token's
- * intent is recorded, 0 when another writer's is, or on a final attempt), and when readers refused it
- * {…, readers, count} (their values when there are at most 32 of them, else none, and how many there are);
+ * intent is recorded, 0 when another writer's is, or on a final attempt), and when readers refused it and
+ * were asked for {…, readers, count} (their values when there are at most 32 of them, else none, and how many there are);
  * {-3, record} the key is a semaphore; {-1} foreign data at the lock key; {-2} at the fence key.
  */
 export const WRITE_ACQUIRE_SCRIPT = `${PERMIT_HELPERS}
@@ -42,11 +43,13 @@ if redis.call('TYPE', lock).ok == 'zset' then
   if count > 0 then
     local last = redis.call('ZRANGE', lock, -1, -1, 'WITHSCORES')
     if found ~= 'read' then return {-3, found} end
-    -- The readers, when few (all of them, or none): the Redlock store tells readers that hold a quorum from
-    -- partial grants being undone.
+    local retryAfter = math.max(1, tonumber(last[2]) - now)
+    -- Only a Redlock node asks for the readers (ARGV[4] '1'): its store tells readers that hold a quorum from
+    -- partial grants being undone. Named when few (all of them, or none).
+    if ARGV[4] ~= '1' then return {0, retryAfter, '', intend()} end
     local readers = {}
     if count <= 32 then readers = redis.call('ZRANGE', lock, 0, -1) end
-    return {0, math.max(1, tonumber(last[2]) - now), '', intend(), readers, count}
+    return {0, retryAfter, '', intend(), readers, count}
   end
   -- Only expired holders were left (the set is gone now): the key is free.
   redis.call('DEL', record)

@@ -378,7 +378,7 @@ export class RedisLockNode {
   private async acquireWrite(key: LockKeyNames, token: string, ttl: number, timeoutMs: number, final: boolean, attempt?: PlainAttempt): Promise<NodeAcquireReply> {
     const names = [key.lockKey, key.fenceKey, key.permitsKey, key.writerKey];
     // final: the caller attempts no more, so no intent is recorded (see AcquireRequest.final).
-    const reply = (await this.granting(WRITE_ACQUIRE, names, [token, ttl, final ? 0 : 1], [key], token, timeoutMs, undefined, attempt)) as unknown[];
+    const reply = (await this.granting(WRITE_ACQUIRE, names, [token, ttl, final ? 0 : 1, this.quorumMember ? 1 : 0], [key], token, timeoutMs, undefined, attempt)) as unknown[];
     const status = Number(reply[0]);
     if (status === 1) return { acquired: true, fences: [Number(reply[1])] };
     if (status === 0) {
