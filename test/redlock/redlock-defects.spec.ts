@@ -4,7 +4,7 @@ import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { commandStats, statsDelta } from '../support/redis-stats';
 import { countScriptCalls } from '../support/script-calls';
 import { waiterAsleep } from '../support/waiters';
-import { freshLock, freshToken, redlockStore, type RedlockNodes, startRedlockNodes } from './helpers/redlock-nodes';
+import { eventually, freshLock, freshToken, redlockStore, type RedlockNodes, startRedlockNodes, valuesOn } from './helpers/redlock-nodes';
 
 /** Redlock defects found in review (issue 11), reproduced as reported; each test failed before its fix. */
 describe('Redlock defects over 5 real nodes', () => {
@@ -43,7 +43,19 @@ describe('Redlock defects over 5 real nodes', () => {
     const key = uniqueKey('bare-quorum');
     // ttl 30 s: its first renewal (a script call on node 0) is due at 10 s, far past the idle window below even
     // after a stall of the loaded machine (at ttl 10 s it was due at 3.3 s).
+    // Connections are set up first: a first command that waits for its connection may outlast its node timeout
+    // under a stall of the loaded machine, and the holder would then hold fewer than the 5 nodes counted on below.
+    await (await holderSide.locks.acquire(uniqueKey('warm-up'))).release();
     const held = await holderSide.locks.acquire(key, { ttl: 30_000 });
+    // Every node holds it (a late answer still lands), so that the 2 deleted below leave a bare quorum of 3.
+    await eventually(
+      async () => {
+        const values = await valuesOn(nodes, `lock:{${key}}`);
+        return values[0] !== null && values.every((value) => value === values[0]);
+      },
+      2_000,
+      'the holder on all 5 nodes',
+    );
     // The README's "2 of 5 killed, lock renewed on the other 3", or a minority restarted empty.
     await Promise.all([3, 4].map((node) => nodes.inspectors[node].del(`lock:{${key}}`)));
     const waiters = Array.from({ length: 8 }, () =>
