@@ -385,7 +385,10 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
         const now = performance.now();
         if (now >= deadline || final) {
           if (once) return null;
-          throw new LockNotAcquiredError(keys, Math.max(0, outcome.retryAfter), now - startedAt, { wait: settings.wait });
+          throw new LockNotAcquiredError(keys, Math.max(0, outcome.retryAfter), now - startedAt, {
+            wait: settings.wait,
+            ...(shape?.kind === 'semaphore' ? { limit: shape.limit } : shape?.kind === 'read' ? { mode: 'read' } : {}),
+          });
         }
         if (!watch) {
           // Subscribe, then try again at once: a release between the attempt and the subscription was not seen.

@@ -76,6 +76,7 @@ export class RetryAfterEstimator {
    */
   busyError(error: LockNotAcquiredError, call: BusyCall): LockNotAcquiredError {
     return new LockNotAcquiredError(error.keys, this.estimate(error.keys, error.retryAfterMs, call.site), error.waitedMs, {
+      ...error.details,
       wait: error.wait ?? call.wait,
     });
   }

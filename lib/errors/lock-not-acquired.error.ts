@@ -1,6 +1,16 @@
 import { formatKeys } from './format-keys';
 import { LockError } from './lock.error';
 
+/** What a busy call asked for, as far as its message needs it. */
+export interface LockNotAcquiredDetails {
+  /** The `wait` budget of the call, in ms, when the thrower knew it (`0`: a single attempt). */
+  readonly wait?: number;
+  /** The `limit` of a semaphore call (more than 1): the message then says that every permit is taken. */
+  readonly limit?: number;
+  /** `'read'` for a reader, which only a writer (holding the key, or first in line for it) turns away. */
+  readonly mode?: 'read' | 'write';
+}
+
 /** The keys were still held by someone else when the `wait` budget ran out. */
 export class LockNotAcquiredError extends LockError {
   /**
@@ -8,6 +18,8 @@ export class LockNotAcquiredError extends LockError {
    * the message: a one-attempt call was never "waiting", however long its round trip took.
    */
   readonly wait: number | undefined;
+  /** How long this call spent trying, in ms (to 0.1 ms: a finer figure is the clock's noise in a log line). */
+  readonly waitedMs: number;
 
   constructor(
     readonly keys: readonly string[],
@@ -17,17 +29,31 @@ export class LockNotAcquiredError extends LockError {
      * never beyond that lease (see retry-after.estimator.ts).
      */
     readonly retryAfterMs: number,
-    /** How long this call spent trying, in ms. */
-    readonly waitedMs: number,
-    details: { readonly wait?: number } = {},
+    waitedMs: number,
+    readonly details: LockNotAcquiredDetails = {},
   ) {
-    super(
-      details.wait === 0
-        ? `Lock on ${formatKeys(keys)} not acquired: held by another owner. ` +
-            `Retry later, or set the 'wait' option to queue for it.`
-        : `Lock on ${formatKeys(keys)} not acquired: still held by another owner after waiting ` +
-            `${Math.round(details.wait ?? waitedMs)} ms. Retry later or raise the 'wait' option.`,
-    );
+    super(busyMessage(keys, waitedMs, details));
     this.wait = details.wait;
+    this.waitedMs = Math.round(waitedMs * 10) / 10;
   }
+}
+
+/**
+ * The message says who holds the keys in the words of what was asked: a mutex (or a writer) finds another
+ * owner, a semaphore call finds all its permits taken, a reader finds a writer. A one-attempt call says
+ * so plainly; a call that waited says for how long.
+ */
+function busyMessage(keys: readonly string[], waitedMs: number, details: LockNotAcquiredDetails): string {
+  const what = `Lock on ${formatKeys(keys)} not acquired${details.mode === 'read' ? ' for reading' : ''}`;
+  const permits = details.limit !== undefined && details.limit > 1 ? `all ${details.limit} permits` : undefined;
+  if (details.wait === 0) {
+    const holder = permits ? `${permits} are taken` : details.mode === 'read' ? 'held or claimed by a writer' : 'held by another owner';
+    return `${what}: ${holder}. Retry later, or set the 'wait' option to queue for it.`;
+  }
+  const holder = permits
+    ? `${permits} were still taken`
+    : details.mode === 'read'
+      ? 'still held or claimed by a writer'
+      : 'still held by another owner';
+  return `${what}: ${holder} after waiting ${Math.round(details.wait ?? waitedMs)} ms. Retry later or raise the 'wait' option.`;
 }

@@ -216,6 +216,25 @@ describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('read
     expect(performance.now() - releasedAt).toBeLessThan(5_000);
   });
 
+  it("a reader's busy error says a writer holds or claims the key; a writer's that another owner holds it", async () => {
+    const [first, second] = await twoLockServices(store, apps);
+    const key = uniqueKey('rw-busy');
+    const writer = await first.acquire(key, { mode: 'write' });
+    const reader = await rejectionOf(second.acquire(key, { mode: 'read', wait: 0 }));
+    expect(reader).toBeInstanceOf(LockNotAcquiredError);
+    expect((reader as Error).message).toBe(
+      `Lock on "${key}" not acquired for reading: held or claimed by a writer. Retry later, or set the 'wait' option to queue for it.`,
+    );
+    expect((reader as LockNotAcquiredError).details).toEqual({ wait: 0, mode: 'read' });
+    await writer.release();
+    const readers = await first.acquire(key, { mode: 'read' });
+    const otherWriter = await rejectionOf(second.acquire(key, { mode: 'write', wait: 30 }));
+    expect((otherWriter as Error).message).toBe(
+      `Lock on "${key}" not acquired: still held by another owner after waiting 30 ms. Retry later or raise the 'wait' option.`,
+    );
+    await readers.release();
+  });
+
   it("a crashed reader's lease is reclaimed after its ttl: a writer gets in then", async () => {
     const [crashed, writerSide] = await twoLockServices(store, apps);
     const key = uniqueKey('rw-crash');

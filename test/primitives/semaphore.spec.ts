@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LockLostError, LockOptionsError, type LockService } from '../../lib';
+import { LockLostError, LockNotAcquiredError, LockOptionsError, type LockService } from '../../lib';
 import { becomesFree, busyUntil, refusedNow, twoLockServices } from '../core/helpers/contenders';
 import { rejectionOf } from '../core/helpers/timing';
 import { eventually } from '../support/eventually';
@@ -159,6 +159,23 @@ describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('coun
     const next = await second.tryAcquire(key, { limit: 1 });
     expect(next).not.toBeNull();
     await next?.release();
+  });
+
+  it("a full key's busy error says every permit is taken, not that another owner holds it", async () => {
+    const [first, second] = await twoLockServices(store, apps);
+    const key = uniqueKey('semaphore-full');
+    const held = [await first.acquire(key, { limit: 2 }), await first.acquire(key, { limit: 2 })];
+    const once = await rejectionOf(second.acquire(key, { limit: 2, wait: 0 }));
+    expect(once).toBeInstanceOf(LockNotAcquiredError);
+    expect((once as Error).message).toBe(
+      `Lock on "${key}" not acquired: all 2 permits are taken. Retry later, or set the 'wait' option to queue for it.`,
+    );
+    const waited = await rejectionOf(second.acquire(key, { limit: 2, wait: 40 }));
+    expect((waited as Error).message).toBe(
+      `Lock on "${key}" not acquired: all 2 permits were still taken after waiting 40 ms. Retry later or raise the 'wait' option.`,
+    );
+    expect((waited as LockNotAcquiredError).details).toEqual({ wait: 40, limit: 2 });
+    await Promise.all(held.map((lock) => lock.release()));
   });
 
   it('minHold on a permit: released early, it still counts against the limit until grant + minHold', async () => {
