@@ -1,6 +1,8 @@
+import { findFreePort } from '../support/free-port';
 import { uniqueKey } from '../support/lock-app';
 import { startRedis, type RedisProcess } from '../support/redis-server';
 import type { HoldingMessage, ShutdownHolderConfig } from './children/shutdown-holder';
+import type { ClosedMessage, LingeringMessage, UnreachableCloseConfig } from './children/unreachable-close';
 import { trackChildren } from './support/child-process';
 
 const STEP_TIMEOUT_MS = 20_000;
@@ -46,5 +48,34 @@ describe('shutdown on SIGTERM (enableShutdownHooks)', () => {
     // The fence counters stay: a fence must keep growing over restarts of the library.
     for (const key of held) expect(await server.command('EXISTS', `lock:{${key}}:fence`)).toBe(1);
     expect(holder.reportedFaults).toEqual([]);
+  });
+});
+
+/**
+ * A process whose Redis is unreachable ends right after `app.close()`: ioredis armed a 2 s timer for its
+ * socket even when that socket was already closed (refused), which kept the process alive 2 s after close,
+ * and the close itself waited 1 s for a QUIT that could never be sent.
+ */
+describe('close while Redis is unreachable', () => {
+  const children = trackChildren();
+  const cases = [
+    { what: 'one Redis', lendNodeRedis: false, options: (ports: number[]) => ({ redis: `redis://127.0.0.1:${ports[0]}` }) },
+    { what: 'one Redis, a lent node-redis client', lendNodeRedis: true, options: (ports: number[]) => ({ redis: `redis://127.0.0.1:${ports[0]}` }) },
+    { what: 'Redlock', lendNodeRedis: false, options: (ports: number[]) => ({ nodes: ports.map((port) => `redis://127.0.0.1:${port}`) }) },
+  ];
+  it.each(cases)('$what: app.close() waits for nothing, and nothing of the module keeps the process alive after it', async ({ options, lendNodeRedis }) => {
+    const ports = await Promise.all([findFreePort(), findFreePort(), findFreePort()]);
+    const child = children.start('unreachable-close', {
+      config: { lockOptions: { ...options(ports), ttl: 5_000 }, key: uniqueKey('unreachable-close'), lendNodeRedis } satisfies UnreachableCloseConfig,
+    });
+    const closed = await child.next<ClosedMessage>('closed', STEP_TIMEOUT_MS);
+    expect(closed.refusedWith).toBe('LockUnavailableError');
+    // No reply can come from a server nobody listens on: the close skips the 1 s the module gives replies in flight.
+    expect(closed.closeMs).toBeLessThan(1_000);
+    const exit = await child.exitWithin(EXIT_BOUND_MS);
+    // Code 3 comes with a 'lingering' message: what still held the process 600 ms after close.
+    const lingering = exit.code === 3 ? await child.next<LingeringMessage>('lingering', 1).catch(() => undefined) : undefined;
+    expect({ exit, heldBy: lingering?.resources }).toEqual({ exit: { code: 0, signal: null }, heldBy: undefined });
+    expect(child.reportedFaults).toEqual([]);
   });
 });

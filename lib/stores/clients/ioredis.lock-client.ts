@@ -428,7 +428,9 @@ export class IoredisLockClient implements LockClient {
   private async quit(): Promise<void> {
     const connection = this.connection;
     // Never connected (lazyConnect): QUIT would open a connection just to close it.
-    if (connection.status === 'wait' || connection.status === 'end') {
+    // Waiting to reconnect after a failure (the server unreachable): QUIT would only sit in the offline queue
+    // until quitOrDisconnect's timeout, delaying the application's close by a second for nothing to flush.
+    if (connection.status === 'wait' || connection.status === 'end' || connection.status === 'reconnecting') {
       connection.disconnect();
       return;
     }
@@ -479,6 +481,15 @@ export class IoredisLockClient implements LockClient {
 }
 
 /**
+ * How long ioredis lets a dropped connection's socket close by itself before destroying it (its default is
+ * 2 s). ioredis arms that timer even for a socket that is already closed (a server that refused the
+ * connection), and nothing clears it then: an application closing while Redis was unreachable stayed alive
+ * 2 s after app.close(). The module drops a connection only once QUIT has failed or timed out, or when
+ * there is nothing to flush: a short wait loses nothing.
+ */
+export const DISCONNECT_TIMEOUT_MS = 100;
+
+/**
  * What every connection of the module overrides, made from options or duplicated from a lent client:
  * - no key prefix: LockModule's `keyPrefix` names the lock keys, the same in every process whatever client it
  *   uses; a client prefix would silently put this process's locks under other names than its peers' (two
@@ -509,6 +520,7 @@ export function duplicateIoredis(connection: IoredisConnection, subscriber: bool
     lazyConnect: true,
     enableAutoPipelining: false,
     maxRetriesPerRequest: 2,
+    disconnectTimeout: DISCONNECT_TIMEOUT_MS,
     ...MODULE_CONNECTION_OVERRIDES,
     ...(subscriber ? { enableReadyCheck: false } : {}),
   });

@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import Redis, { type RedisOptions } from 'ioredis';
 import { isIoredisClient, isNodeRedisClient } from './client-shape';
-import { IoredisLockClient, MODULE_CONNECTION_OVERRIDES, duplicateIoredis, lentKeyPrefix } from './ioredis.lock-client';
+import { DISCONNECT_TIMEOUT_MS, IoredisLockClient, MODULE_CONNECTION_OVERRIDES, duplicateIoredis, lentKeyPrefix } from './ioredis.lock-client';
 import type { LockClient } from './lock-client';
 import { NodeRedisLockClient, duplicateNodeRedis } from './node-redis.lock-client';
 
@@ -35,7 +35,7 @@ function createIoredis(connection: string | RedisOptions): Redis {
   // command, not when the module is built: an application whose bootstrap fails afterwards (a bad @Locked
   // template, another module's onModuleInit) runs no shutdown hook, and would leave the connection open.
   // A keyPrefix or a disabled offline queue in the options is overridden (see MODULE_CONNECTION_OVERRIDES).
-  const ours: RedisOptions = { maxRetriesPerRequest: 2, lazyConnect: true };
+  const ours: RedisOptions = { maxRetriesPerRequest: 2, lazyConnect: true, disconnectTimeout: DISCONNECT_TIMEOUT_MS };
   return typeof connection === 'string'
     ? new Redis(connection, { ...ours, ...MODULE_CONNECTION_OVERRIDES })
     : new Redis({ ...ours, ...connection, ...MODULE_CONNECTION_OVERRIDES });
