@@ -8,7 +8,13 @@ import type { AcquireOptions, LockModuleOptions } from './lock-options.interface
 
 describe('resolveLockOptions', () => {
   it('fills the documented defaults', () => {
-    expect(resolveLockOptions(undefined)).toMatchObject(LOCK_DEFAULTS);
+    expect(resolveLockOptions({})).toMatchObject(LOCK_DEFAULTS);
+  });
+
+  it('undefined options (a forRootAsync factory that returned nothing, or failed) are a LockOptionsError, not an in-process store', () => {
+    expect(() => resolveLockOptions(undefined)).toThrow(
+      new LockOptionsError('options', undefined, 'an object of LockModuleOptions from the forRootAsync factory ({} for the defaults)'),
+    );
   });
 
   it.each<[string, LockModuleOptions | unknown]>([

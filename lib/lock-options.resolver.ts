@@ -43,7 +43,13 @@ const KNOWN_OPTIONS: ReadonlySet<string> = new Set<keyof LockModuleOptions>([
 
 /** Merges the defaults into the module's options and validates every value, once, at bootstrap. */
 export function resolveLockOptions(options: LockModuleOptions | undefined): ResolvedLockOptions {
-  const given: LockModuleOptions = options ?? {};
+  // forRoot() always passes an object ({} by default): undefined comes from a forRootAsync factory that returned
+  // nothing, or from one that threw under `abortOnError: false`, where Nest goes on building the module. Taking
+  // it for "no Redis" would run an in-process store (and warn about it) in place of the Redis the app configures.
+  if (options === undefined) {
+    throw new LockOptionsError('options', options, 'an object of LockModuleOptions from the forRootAsync factory ({} for the defaults)');
+  }
+  const given: LockModuleOptions = options;
   if (typeof given !== 'object' || given === null) {
     throw new LockOptionsError('options', given, 'an object of LockModuleOptions');
   }

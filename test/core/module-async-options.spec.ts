@@ -1,6 +1,6 @@
 import { ConsoleLogger, DynamicModule, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { LockModule, LockModuleOptions, LockNotAcquiredError, type LockOptionsFactory, LockService } from '../../lib';
+import { LockModule, LockModuleOptions, LockNotAcquiredError, LockOptionsError, type LockOptionsFactory, LockService } from '../../lib';
 import { uniqueKey } from '../support/lock-app';
 import { StoreUnderTest, storeRows } from '../support/store-matrix';
 import { rejectionOf } from './helpers/timing';
@@ -109,5 +109,26 @@ describe.each(storeRows())('LockModule.forRootAsync (%s store)', (_name, fixture
       ],
       (get) => get(FeatureService).locks,
     );
+  });
+});
+
+describe('LockModule.forRootAsync without options', () => {
+  it('a factory that returns nothing fails the bootstrap with a LockOptionsError, not an in-process store', async () => {
+    const warnings: string[] = [];
+    class RecordingLogger extends ConsoleLogger {
+      override warn(message: unknown): void {
+        warnings.push(String(message));
+      }
+    }
+    const compiled = Test.createTestingModule({
+      imports: [LockModule.forRootAsync({ useFactory: () => undefined as unknown as LockModuleOptions })],
+    })
+      .setLogger(new RecordingLogger({ logLevels: ['error', 'warn'] }))
+      .compile();
+    const error = await rejectionOf(compiled);
+    expect(error).toBeInstanceOf(LockOptionsError);
+    expect((error as LockOptionsError).option).toBe('options');
+    // The old reading of undefined: "No Redis configured … using the in-process lock store".
+    expect(warnings).toEqual([]);
   });
 });
