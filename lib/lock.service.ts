@@ -4,7 +4,7 @@ import { InvalidLockKeyError, LockLostError, LockNotAcquiredError, LockOptionsEr
 import { LockKeyNamer, normalizeKeys } from './keys';
 import { HeldLock } from './lease/held-lock';
 import { InFlight } from './lease/in-flight';
-import { Lease, type LeaseHost } from './lease/lease';
+import { Lease } from './lease/lease';
 import { checkReentry } from './lease/reentry';
 import { RenewalScheduler } from './lease/renewal-scheduler';
 import { randomToken } from './lease/token';
@@ -70,9 +70,16 @@ interface Attempt {
  * guarantees; the public methods follow ../shared/API.md.
  */
 @Injectable()
-export class LockService implements LeaseHost, OnApplicationShutdown {
+export class LockService implements OnApplicationShutdown {
+  // The members marked @internal serve the module's own parts (a Lease's host, the interceptor) and are left
+  // out of the published types, so they stay out of an application's autocomplete. LockService is a LeaseHost
+  // by shape only: an `implements` clause would have to name them in the published types.
+  /** @internal */
   readonly logger = new Logger(LockService.name);
+  /** @internal */
   readonly scheduler = new RenewalScheduler();
+  /** @internal */
+  readonly store: LockStore;
   private readonly namer: LockKeyNamer;
   private readonly held = new Set<Lease>();
   private readonly inFlight = new InFlight();
@@ -83,8 +90,9 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
 
   constructor(
     @Inject(LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
-    @Inject(LOCK_STORE) readonly store: LockStore,
+    @Inject(LOCK_STORE) store: LockStore,
   ) {
+    this.store = store;
     this.namer = new LockKeyNamer(options.keyPrefix);
     this.observer = new LockObserver(options.instance, store.kind);
   }
@@ -165,7 +173,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     return context.current();
   }
 
-  /** Runs `fn` with `lock` as the calling context's current lock (for @Locked and withLock). */
+  /** @internal Runs `fn` with `lock` as the calling context's current lock (for @Locked and withLock). */
   runWithLock<T>(lock: Lock, fn: () => T): T {
     if (!(lock instanceof HeldLock)) {
       throw new LockOptionsError('lock', lock, 'a Lock obtained from this LockService');
@@ -173,7 +181,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     return context.run(lock, fn);
   }
 
-  /** Releases; a failure is logged, never thrown (the caller's own result must not be replaced). */
+  /** @internal Releases; a failure is logged, never thrown (the caller's own result must not be replaced). */
   async releaseQuietly(lock: Lock): Promise<void> {
     try {
       const released = await lock.release();
@@ -185,7 +193,7 @@ export class LockService implements LeaseHost, OnApplicationShutdown {
     }
   }
 
-  /** LeaseHost: a lease ended (released or lost). */
+  /** @internal LeaseHost: a lease ended (released or lost). */
   ended(lease: Lease): void {
     this.held.delete(lease);
     this.observer.ended(lease.keys, lease.terms.label, lease.terms.grantedAt, lease.lostBecause);
