@@ -5,10 +5,13 @@ import { LockError } from './lock.error';
 export interface LockNotAcquiredDetails {
   /** The `wait` budget of the call, in ms, when the thrower knew it (`0`: a single attempt). */
   readonly wait?: number;
-  /** The `limit` of a semaphore call (more than 1): the message then says that every permit is taken. */
+  /**
+   * The `limit` of a semaphore call. Above 1 the message says that every permit is taken; a semaphore of one
+   * reads like a mutex ("held by another owner").
+   */
   readonly limit?: number;
-  /** `'read'` for a reader, which only a writer (holding the key, or first in line for it) turns away. */
-  readonly mode?: 'read' | 'write';
+  /** `'read'` for a reader, which only a writer (holding the key, or first in line for it) turns away; absent for a writer. */
+  readonly mode?: 'read';
 }
 
 /** The keys were still held by someone else when the `wait` budget ran out. */

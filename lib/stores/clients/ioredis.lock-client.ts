@@ -428,9 +428,10 @@ export class IoredisLockClient implements LockClient {
   private async quit(): Promise<void> {
     const connection = this.connection;
     // Never connected (lazyConnect): QUIT would open a connection just to close it.
-    // Waiting to reconnect after a failure (the server unreachable): QUIT would only sit in the offline queue
-    // until quitOrDisconnect's timeout, delaying the application's close by a second for nothing to flush.
-    if (connection.status === 'wait' || connection.status === 'end' || connection.status === 'reconnecting') {
+    // While it reconnects, QUIT goes through quitOrDisconnect like any close: ioredis answers it at once when
+    // nothing is queued, and otherwise gives the queued commands (a shutdown's releases among them) up to a
+    // second to go out should the server come back, instead of leaving their locks held for a ttl.
+    if (connection.status === 'wait' || connection.status === 'end') {
       connection.disconnect();
       return;
     }
@@ -484,8 +485,8 @@ export class IoredisLockClient implements LockClient {
  * How long ioredis lets a dropped connection's socket close by itself before destroying it (its default is
  * 2 s). ioredis arms that timer even for a socket that is already closed (a server that refused the
  * connection), and nothing clears it then: an application closing while Redis was unreachable stayed alive
- * 2 s after app.close(). The module drops a connection only once QUIT has failed or timed out, or when
- * there is nothing to flush: a short wait loses nothing.
+ * 2 s after app.close(). The module drops a connection only once QUIT has failed or timed out (or before
+ * it ever connected): whatever could still be flushed has had its second by then.
  */
 export const DISCONNECT_TIMEOUT_MS = 100;
 

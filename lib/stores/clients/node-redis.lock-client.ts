@@ -12,8 +12,6 @@ const QUIET_TIMEOUT_MS = 1_000;
 /** What both a node-redis client and a cluster (v4 and v5) offer, and the adapter uses. */
 interface NodeRedisCommon {
   readonly isOpen: boolean;
-  /** False while the client (re)connects: nothing sent can be answered before it is ready again. */
-  readonly isReady?: boolean;
   readonly options?: { readonly legacyMode?: boolean };
   connect(): Promise<unknown>;
   duplicate(overrides?: Record<string, unknown>): NodeRedisConnection;
@@ -188,9 +186,7 @@ export class NodeRedisLockClient implements LockClient {
    */
   private async shutDown(): Promise<void> {
     const connection = this.connection;
-    // Not while reconnecting (the server unreachable): no reply can arrive, and the application's close would
-    // wait the whole second for nothing.
-    if (this.inFlight > 0 && connection.isReady !== false) {
+    if (this.inFlight > 0) {
       await new Promise<void>((resolve) => {
         this.idle = resolve;
         setTimeout(resolve, QUIET_TIMEOUT_MS).unref();

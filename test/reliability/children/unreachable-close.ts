@@ -1,18 +1,15 @@
 /**
  * The process of the close-while-unreachable scenario (../shutdown-signal.spec.ts): a lock call against a
- * Redis nobody listens on fails, then `app.close()`, which has nothing to wait for; from then on nothing of the module may keep the
+ * Redis nobody listens on fails, then `app.close()`; from then on nothing of the module may keep the
  * process alive. The IPC channel is let go of after 'closed', so the process ends as soon as its own
  * handles are gone; if something still holds it 600 ms later, it reports what and exits with code 3.
  */
-import { createClient } from 'redis';
 import { LockService, LockUnavailableError, type LockModuleOptions } from '../../../lib';
 import { type ChildMessage, childConfig, createLockContext, runChild, send } from './child-runtime';
 
 export interface UnreachableCloseConfig {
   readonly lockOptions: LockModuleOptions;
   readonly key: string;
-  /** Lend the module a node-redis client of `lockOptions.redis` (a URL), closed by the child after the module. */
-  readonly lendNodeRedis?: boolean;
 }
 
 export interface ClosedMessage extends ChildMessage {
@@ -34,10 +31,7 @@ const LINGER_LIMIT_MS = 600;
 
 runChild(async () => {
   const config = childConfig<UnreachableCloseConfig>();
-  const lent = config.lendNodeRedis ? createClient({ url: String(config.lockOptions.redis) }) : undefined;
-  // The user's own client reports its failed reconnects as 'error' events: a user listens, or node-redis throws.
-  lent?.on('error', () => undefined);
-  const app = await createLockContext(lent ? { ...config.lockOptions, redis: lent } : config.lockOptions);
+  const app = await createLockContext(config.lockOptions);
   const refusedWith = await app
     .get(LockService)
     .tryAcquire(config.key)
@@ -48,8 +42,6 @@ runChild(async () => {
   const closingAt = performance.now();
   await app.close();
   const closeMs = performance.now() - closingAt;
-  // A lent client is the user's to close, after the module (this one was never opened: the module used a duplicate).
-  if (lent?.isOpen) lent.destroy();
   send({ type: 'closed', refusedWith, closeMs } satisfies ClosedMessage);
   const lingering = setTimeout(() => {
     send({ type: 'lingering', resources: process.getActiveResourcesInfo() } satisfies LingeringMessage);
