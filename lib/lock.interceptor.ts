@@ -42,7 +42,7 @@ export class LockInterceptor implements NestInterceptor, OnModuleInit {
   }
 
   /**
-   * Looks the dependencies up at bootstrap: an application with @Locked routes that never imported LockModule
+   * Looks the dependencies up at bootstrap: an application with @Locked methods that never imported LockModule
    * fails to start with a LockOptionsError that says so, instead of answering every such request with a bare
    * 500 (Nest's UnknownElementException).
    */
@@ -60,9 +60,11 @@ export class LockInterceptor implements NestInterceptor, OnModuleInit {
         options: this.moduleRef.get<string, ResolvedLockOptions>(LOCK_OPTIONS, { strict: false }),
       };
     } catch {
+      // Nest builds this interceptor for every class with a @Locked method (it is recorded on each such method,
+      // routes and provider methods alike), so the message cannot name a route: it names what is missing.
       throw new LockOptionsError(
         '@Locked',
-        'a route handler',
+        'used in an application without LockModule',
         'an application that imports LockModule (LockModule.forRoot() or forRootAsync(), once, e.g. in the root module)',
       );
     }

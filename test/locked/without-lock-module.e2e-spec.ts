@@ -1,4 +1,5 @@
-import { Controller, Post } from '@nestjs/common';
+import { Controller, Injectable, Module, Post } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
 import { Locked, LockModule, LockOptionsError } from '../../lib';
 
@@ -39,5 +40,34 @@ describe('@Locked route handlers in an application without LockModule', () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+@Injectable()
+class NightlyJob {
+  @Locked('job:{0}', { wait: 0 })
+  async run(id: string): Promise<string> {
+    return `ran ${id}`;
+  }
+}
+
+@Module({ providers: [NightlyJob] })
+class WorkerModule {}
+
+/** A worker with @Locked provider methods only (no controllers, no routes): the same early failure, worded for it. */
+describe('@Locked provider methods in an application without LockModule', () => {
+  it('fail the bootstrap with a LockOptionsError that names LockModule, not a route handler', async () => {
+    const failure = await NestFactory.createApplicationContext(WorkerModule, { logger: false, abortOnError: false }).then(
+      async (app) => {
+        await app.close();
+        return undefined;
+      },
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(LockOptionsError);
+    expect((failure as Error).message).toBe(
+      "Invalid lock option '@Locked': \"used in an application without LockModule\". Expected an application that imports " +
+        'LockModule (LockModule.forRoot() or forRootAsync(), once, e.g. in the root module).',
+    );
   });
 });
