@@ -3,6 +3,7 @@ import { ModuleRef } from '@nestjs/core';
 import { Observable, catchError, throwError, type Subscription } from 'rxjs';
 import type { LockedMetadata } from './decorators/locked-metadata';
 import { LockNotAcquiredError, LockOptionsError } from './errors';
+import { watchHttpClientGone } from './http-client-gone';
 import { LOCK_OPTIONS } from './lock.constants';
 import type { Lock, LockKeySource } from './lock.interface';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
@@ -85,14 +86,19 @@ export class LockInterceptor implements NestInterceptor, OnModuleInit {
   /**
    * Acquires when subscribed (not when intercept() is called), so that a subscriber that leaves while the
    * lock is awaited (an SSE client that disconnects) cancels the wait, and a lock obtained for nobody is
-   * released at once instead of being renewed forever.
+   * released at once instead of being renewed forever. An HTTP client that disconnects while its request
+   * waits cancels the wait too (see http-client-gone.ts): Nest itself would run the request on.
    */
   private lockedCall(metadata: LockedMetadata, context: ExecutionContext, next: CallHandler): Observable<unknown> {
     return new Observable<unknown>((subscriber) => {
       const subscriberGone = new AbortController();
+      const clientLeft = new Error('the HTTP client disconnected');
+      const stopWatching = watchHttpClientGone(context, () => subscriberGone.abort(clientLeft));
       let inner: Subscription | undefined;
       this.acquire(metadata, lockKeySourceOf(context), subscriberGone.signal).then(
         (lock) => {
+          // Once the handler may run it runs to its end, as Nest runs a request whose client left.
+          stopWatching();
           if (!lock) {
             // onBusy 'skip': the handler is not run, the call resolves undefined (a WebSocket client gets its
             // acknowledgement answered with nothing, not left waiting).
@@ -115,9 +121,20 @@ export class LockInterceptor implements NestInterceptor, OnModuleInit {
           // callbacks of an Observable it returns (timers included) see `lock` as LockService.current().
           inner = this.lockService.runWithLock(lock, () => holdUntilSettled(next.handle(), release).subscribe(subscriber));
         },
-        (error: unknown) => subscriber.error(error),
+        (error: unknown) => {
+          stopWatching();
+          if (error === clientLeft) {
+            // Nobody to answer: end quietly instead of logging the cancelled wait as the request's error.
+            this.logger.debug(`Stopped waiting for ${metadata.key.description}: ${clientLeft.message}`);
+            subscriber.next(undefined);
+            subscriber.complete();
+            return;
+          }
+          subscriber.error(error);
+        },
       );
       return () => {
+        stopWatching();
         subscriberGone.abort();
         inner?.unsubscribe();
       };
