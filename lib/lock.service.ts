@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { InvalidLockKeyError, LockLostError, LockNotAcquiredError, LockOptionsError, LockUnavailableError } from './errors';
+import { SHUTTING_DOWN } from './errors/lock-unavailable.error';
 import { LockKeyNamer, normalizeKeys } from './keys';
 import { HeldLock } from './lease/held-lock';
 import { InFlight } from './lease/in-flight';
@@ -67,7 +68,7 @@ interface Attempt {
 
 /**
  * Mutual exclusion on named keys, across processes when the store is Redis. See the README for the
- * guarantees; the public methods follow ../shared/API.md.
+ * guarantees and the contract of each public method.
  */
 @Injectable()
 export class LockService implements OnApplicationShutdown {
@@ -120,6 +121,8 @@ export class LockService implements OnApplicationShutdown {
    * rethrows what it throws, unchanged: a failed release afterwards is logged, never thrown over it.
    */
   async withLock<T>(key: string | string[], fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+    // Checked before the lock is taken, like every other argument: not a TypeError once it is held.
+    if (typeof fn !== 'function') throw new LockOptionsError('fn', fn, 'a function to run while holding the lock');
     const lock = await this.acquire(key, options);
     try {
       return await this.runWithLock(lock, () => fn(lock));
@@ -196,7 +199,16 @@ export class LockService implements OnApplicationShutdown {
   /** @internal LeaseHost: a lease ended (released or lost). */
   ended(lease: Lease): void {
     this.held.delete(lease);
-    this.observer.ended(lease.keys, lease.terms.label, lease.terms.grantedAt, lease.lostBecause);
+    const lostBecause = lease.lostBecause;
+    // A loss is logged once, beside the 'lost' event: code still running under the lock is now unprotected, and
+    // a @Locked handler's own result still reaches its caller (unless it checks lock.signal). Not at shutdown,
+    // where this service revokes every lock it holds itself.
+    if (lostBecause !== undefined && !this.closed) {
+      const label = lease.terms.label === undefined ? '' : ` (${lease.terms.label})`;
+      const heldMs = Math.round(performance.now() - lease.terms.grantedAt);
+      this.logger.warn(`Lock on ${lease.keys.join(', ')}${label} lost after ${heldMs} ms held: ${lostBecause}`);
+    }
+    this.observer.ended(lease.keys, lease.terms.label, lease.terms.grantedAt, lostBecause);
   }
 
   /** Stops renewals, releases every lock still held, and closes what the store opened. */
@@ -209,7 +221,7 @@ export class LockService implements OnApplicationShutdown {
       this.logger.log(`Releasing ${leases.length} held lock(s) on shutdown`);
       // Revoked first: code still running under these locks sees its signal abort before another
       // instance can take the keys.
-      for (const lease of leases) lease.revoke('the application is shutting down');
+      for (const lease of leases) lease.revoke(SHUTTING_DOWN);
       const releases = Promise.allSettled(leases.map((lease) => lease.release()));
       await Promise.race([releases, sleep(SHUTDOWN_RELEASE_TIMEOUT_MS)]);
     }
@@ -240,7 +252,7 @@ export class LockService implements OnApplicationShutdown {
         'one key per call: `limit` and `mode` apply to a single key (acquire each key in its own call)',
       );
     }
-    if (this.closed) throw new LockUnavailableError(keys, 'the application is shutting down');
+    if (this.closed) throw new LockUnavailableError(keys, SHUTTING_DOWN);
 
     const borrowed: Lease[] = [];
     let missing = keys;
@@ -281,7 +293,7 @@ export class LockService implements OnApplicationShutdown {
           await this.inFlight.track(this.store.release(names, value, 0, shape).catch(() => undefined));
           await this.unpin(borrowed);
           const error = this.closed
-            ? new LockUnavailableError(keys, 'the application is shutting down')
+            ? new LockUnavailableError(keys, SHUTTING_DOWN)
             : new LockLostError(keys, 'a lock this context already held on some of the keys was lost meanwhile');
           this.observer.notAcquired(keys, settings.label, attempt.startedAt, error, attempt.span);
           throw error;
@@ -371,7 +383,7 @@ export class LockService implements OnApplicationShutdown {
           signal?.throwIfAborted();
           // Shutdown may have begun while this caller slept or its attempt was in flight: it is refused,
           // never left attempting (a borrowed client stays open) nor subscribing after the store closed.
-          if (this.closed) throw new LockUnavailableError(keys, 'the application is shutting down');
+          if (this.closed) throw new LockUnavailableError(keys, SHUTTING_DOWN);
           seenBefore = watch?.seen ?? 0;
           // A wake-up for the deadline may come a little early (timers): what is left then is not worth another.
           final = once || deadline - performance.now() < LAST_ATTEMPT_MARGIN_MS;
@@ -482,11 +494,11 @@ export class LockService implements OnApplicationShutdown {
   /** A grant that arrived after shutdown began: released again, and refused. */
   private async takeBack(request: AcquireRequest, keys: readonly string[]): Promise<never> {
     await this.store.release(request.keys, request.token, 0, request.shape).catch(() => undefined);
-    throw new LockUnavailableError(keys, 'the application is shutting down');
+    throw new LockUnavailableError(keys, SHUTTING_DOWN);
   }
 
   private async watchReleases(names: readonly LockKeyNames[], keys: readonly string[]): Promise<ReleaseWatch> {
-    if (this.closed) throw new LockUnavailableError(keys, 'the application is shutting down');
+    if (this.closed) throw new LockUnavailableError(keys, SHUTTING_DOWN);
     const watch = this.store.watch(names);
     try {
       await watch.ready();

@@ -19,5 +19,7 @@ function show(value: unknown): string {
   }
   if (Array.isArray(value)) return `an array of ${value.length}`;
   const name = (value as object).constructor?.name;
-  return name && name !== 'Object' ? `an instance of ${name}` : `a ${typeof value}`;
+  if (name && name !== 'Object') return `an instance of ${name}`;
+  const type = typeof value;
+  return `${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type}`;
 }

@@ -1,6 +1,13 @@
 import { formatKeys } from './format-keys';
 import { LockError } from './lock.error';
 
+/** @internal The detail of the error a call gets once the application is shutting down. */
+export const SHUTTING_DOWN = 'the application is shutting down';
+/** @internal The detail of the error a call to a store that was closed gets. */
+export const STORE_CLOSED = 'the lock store is closed';
+/** Details for which Redis may be fine: the advice to check it would send an operator to the wrong place. */
+const NOT_REDIS = [SHUTTING_DOWN, STORE_CLOSED];
+
 /**
  * The lock store could not be reached, or too few Redlock nodes answered to form a quorum. Raised by
  * acquisitions (nothing was granted: a grant that may have been made is undone) and by release/extend.
@@ -13,6 +20,7 @@ export class LockUnavailableError extends LockError {
   ) {
     // Without keys (a health check's ping, a subscription): the store as such, not "for no keys".
     const which = keys.length > 0 ? ` for ${formatKeys(keys)}` : '';
-    super(`Lock store unavailable${which}: ${detail}. Check that Redis is reachable.`, options);
+    const advice = NOT_REDIS.some((cause) => detail.startsWith(cause)) ? '' : ' Check that Redis is reachable.';
+    super(`Lock store unavailable${which}: ${detail}.${advice}`, options);
   }
 }

@@ -10,6 +10,9 @@ import type { Lease } from './lease';
 const asyncDispose: typeof Symbol.asyncDispose =
   Symbol.asyncDispose ?? (Symbol.for('nodejs.asyncDispose') as typeof Symbol.asyncDispose);
 
+/** Node's util.inspect (console.log) calls a method under this symbol when an object has one. */
+const inspectCustom = Symbol.for('nodejs.util.inspect.custom');
+
 /**
  * The Lock handle a caller gets. It holds one lease it was granted, and, under reentrancy, leases its
  * async context already held for some of the keys (borrowed: counted, so an inner release does not end
@@ -96,6 +99,14 @@ export class HeldLock implements Lock {
 
   async [asyncDispose](): Promise<void> {
     await this.release();
+  }
+
+  /**
+   * What console.log and util.inspect show: the lock as its holder knows it, not the leases, service and
+   * timers behind it (a log line of several screens). The token is shortened: enough to match it in a log.
+   */
+  [inspectCustom](): object {
+    return { keys: this.keys, fence: this.fence, token: `${this.token.slice(0, 8)}…`, held: this.isHeld };
   }
 }
 

@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockLostError, LockUnavailableError, type Lock } from '../../lib';
 import { eventually } from '../support/eventually';
@@ -33,6 +34,17 @@ describe.each(storeRows())('edge cases (%s store)', (_name, fixture) => {
     const after = await other.tryAcquire(a);
     expect(after).not.toBeNull();
     await after?.release();
+  });
+
+  it('console.log / util.inspect of a Lock shows its keys, fence, a shortened token and whether it is held, not its internals', async () => {
+    const { locks } = await apps.start(store.options());
+    const key = uniqueKey('inspected');
+    const lock = await locks.acquire(key);
+    const shown = inspect(lock);
+    expect(shown).toBe(inspect({ keys: [key], fence: lock.fence, token: `${lock.token.slice(0, 8)}…`, held: true }));
+    expect(shown).not.toContain(lock.token);
+    await lock.release();
+    expect(inspect(lock)).toContain('held: false');
   });
 
   it('a release wakes a single-key waiter even when a multi-key waiter, still blocked elsewhere, waited longer', async () => {

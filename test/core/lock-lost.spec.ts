@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { LockLostError } from '../../lib';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
@@ -30,6 +31,27 @@ describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('
     expect(at - deletedAt).toBeLessThanOrEqual(TTL_MS + MARGIN_MS);
     expect(lock.signal.reason).toBeInstanceOf(LockLostError);
     expect(await lock.release()).toBe(false);
+  });
+
+  it("a loss is logged once as a warning (a @Locked handler's own result still reaches its caller); a shutdown is not a loss", async () => {
+    const warnings = vi.spyOn(Logger.prototype, 'warn');
+    try {
+      const app = await apps.start(store.options());
+      const key = uniqueKey('lost-logged');
+      const lock = await app.locks.acquire(key, { ttl: TTL_MS, label: 'nightly' });
+      await deleteLeaseKeys(store.servers, key);
+      await within(abortedAt(lock.signal), TTL_MS + 2000, 'lock.signal abort');
+      const lost = warnings.mock.calls.map(([message]) => String(message)).filter((message) => message.includes(' lost after '));
+      expect(lost).toHaveLength(1);
+      expect(lost[0]).toMatch(new RegExp(`^Lock on ${key} \\(nightly\\) lost after \\d+ ms held: the lease was gone when renewing it`));
+
+      warnings.mockClear();
+      await app.locks.acquire(uniqueKey('held-at-shutdown'), { ttl: TTL_MS });
+      await app.close();
+      expect(warnings.mock.calls.map(([message]) => String(message)).filter((message) => message.includes(' lost after '))).toEqual([]);
+    } finally {
+      warnings.mockRestore();
+    }
   });
 
   it('FLUSHALL aborts the signal of every held lock within one ttl', async () => {

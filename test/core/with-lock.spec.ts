@@ -1,3 +1,4 @@
+import { LockOptionsError } from '../../lib';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { StoreUnderTest, storeRows } from '../support/store-matrix';
 import { twoLockServices } from './helpers/contenders';
@@ -18,6 +19,23 @@ describe.each(storeRows())('withLock outcome (%s store)', (_name, fixture) => {
     expect(await locks.withLock(key, async () => value)).toBe(value);
     expect(await locks.withLock(key, () => value)).toBe(value);
     expect(await other.isLocked(key)).toBe(false);
+  });
+
+  it('a fn that is not a function is a LockOptionsError before anything is locked (no acquired event)', async () => {
+    const [locks] = await twoLockServices(store, apps);
+    const key = uniqueKey('no-fn');
+    const seen: string[] = [];
+    const subscription = locks.events.subscribe((event) => seen.push(event.type));
+    try {
+      const error = await rejectionOf(locks.withLock(key, undefined as unknown as () => void));
+      expect(error).toBeInstanceOf(LockOptionsError);
+      expect((error as Error).message).toBe("Invalid lock option 'fn': undefined. Expected a function to run while holding the lock.");
+      expect(await rejectionOf(locks.withLock(key, {} as unknown as () => void))).toMatchObject({ option: 'fn', message: expect.stringContaining('an object') });
+      expect(seen).toEqual([]);
+      expect(await locks.isLocked(key)).toBe(false);
+    } finally {
+      subscription.unsubscribe();
+    }
   });
 
   it('hands fn the held lock', async () => {

@@ -1,4 +1,5 @@
 import { LockUnavailableError } from '../../errors';
+import { STORE_CLOSED } from '../../errors/lock-unavailable.error';
 import type { StoreHealth } from '../../health/store-health';
 import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
 import { kindConflict, kindOf } from '../shared/kind-conflict';
@@ -48,7 +49,7 @@ export class MemoryLockStore implements LockStore {
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
-    if (this.closed) throw new LockUnavailableError(request.keys.map((key) => key.name), 'the lock store is closed');
+    if (this.closed) throw new LockUnavailableError(request.keys.map((key) => key.name), STORE_CLOSED);
     const now = performance.now();
     if (request.shape && request.shape.kind !== 'mutex') return this.acquirePermit(request, request.shape, now);
     for (const key of request.keys) {
@@ -205,7 +206,7 @@ export class MemoryLockStore implements LockStore {
   }
 
   async health(): Promise<StoreHealth> {
-    return this.closed ? { up: false, message: 'the lock store is closed' } : { up: true };
+    return this.closed ? { up: false, message: STORE_CLOSED } : { up: true };
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { InvalidLockKeyError } from '../../errors';
+import { STORE_CLOSED } from '../../errors/lock-unavailable.error';
 import type { MinReplicas, RedisConnection, RedlockNode } from '../../lock-options.interface';
 import { type LockClient, type LockScript, type RedisArgument, createLockClient, lockScript } from '../clients';
 import type { LockKeyNames, LockShape } from '../lock-store.interface';
@@ -769,7 +770,7 @@ export class RedisLockNode {
 /** A command asked of a node after close(); the stores report it as LockUnavailableError. */
 export class StoreClosedError extends Error {
   constructor() {
-    super('the lock store is closed (the application is shutting down)');
+    super(`${STORE_CLOSED} (the application is shutting down)`);
     this.name = 'StoreClosedError';
   }
 }
