@@ -3,7 +3,7 @@ import { ModuleRef } from '@nestjs/core';
 import { Observable, catchError, throwError, type Subscription } from 'rxjs';
 import type { LockedMetadata } from './decorators/locked-metadata';
 import { LockNotAcquiredError, LockOptionsError } from './errors';
-import { watchHttpClientGone } from './http-client-gone';
+import { ClientClosedRequestException, watchHttpClientGone } from './http-client-gone';
 import { LOCK_OPTIONS } from './lock.constants';
 import type { Lock, LockKeySource } from './lock.interface';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
@@ -92,8 +92,8 @@ export class LockInterceptor implements NestInterceptor, OnModuleInit {
   private lockedCall(metadata: LockedMetadata, context: ExecutionContext, next: CallHandler): Observable<unknown> {
     return new Observable<unknown>((subscriber) => {
       const subscriberGone = new AbortController();
-      const clientLeft = new Error('the HTTP client disconnected');
-      const stopWatching = watchHttpClientGone(context, () => subscriberGone.abort(clientLeft));
+      let clientLeft: ClientClosedRequestException | undefined;
+      const stopWatching = watchHttpClientGone(context, () => subscriberGone.abort((clientLeft = new ClientClosedRequestException())));
       let inner: Subscription | undefined;
       this.acquire(metadata, lockKeySourceOf(context), subscriberGone.signal).then(
         (lock) => {
@@ -123,12 +123,10 @@ export class LockInterceptor implements NestInterceptor, OnModuleInit {
         },
         (error: unknown) => {
           stopWatching();
-          if (error === clientLeft) {
-            // Nobody to answer: end quietly instead of logging the cancelled wait as the request's error.
+          if (clientLeft !== undefined && error === clientLeft) {
+            // An HttpException: Nest's filters answer it (to nobody) without logging it as a failure, and
+            // interceptors outside this one see the call fail (499), not succeed with an empty result.
             this.logger.debug(`Stopped waiting for ${metadata.key.description}: ${clientLeft.message}`);
-            subscriber.next(undefined);
-            subscriber.complete();
-            return;
           }
           subscriber.error(error);
         },

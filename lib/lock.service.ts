@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { InvalidLockKeyError, LockLostError, LockNotAcquiredError, LockOptionsError, LockUnavailableError } from './errors';
-import { SHUTTING_DOWN } from './errors/lock-unavailable.error';
+import { SHUTTING_DOWN } from './errors/unavailable-details';
 import { LockKeyNamer, normalizeKeys } from './keys';
 import { HeldLock } from './lease/held-lock';
 import { InFlight } from './lease/in-flight';

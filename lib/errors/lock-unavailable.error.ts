@@ -1,11 +1,11 @@
 import { formatKeys } from './format-keys';
 import { LockError } from './lock.error';
+import { SHUTTING_DOWN, STORE_CLOSED } from './unavailable-details';
 
-/** @internal The detail of the error a call gets once the application is shutting down. */
-export const SHUTTING_DOWN = 'the application is shutting down';
-/** @internal The detail of the error a call to a store that was closed gets. */
-export const STORE_CLOSED = 'the lock store is closed';
-/** Details for which Redis may be fine: the advice to check it would send an operator to the wrong place. */
+/**
+ * Details for which Redis may be fine: the advice to check it would send an operator to the wrong place.
+ * Looked for anywhere in the detail: a store's message may wrap them ("… for "k": the lock store is closed").
+ */
 const NOT_REDIS = [SHUTTING_DOWN, STORE_CLOSED];
 
 /**
@@ -20,7 +20,7 @@ export class LockUnavailableError extends LockError {
   ) {
     // Without keys (a health check's ping, a subscription): the store as such, not "for no keys".
     const which = keys.length > 0 ? ` for ${formatKeys(keys)}` : '';
-    const advice = NOT_REDIS.some((cause) => detail.startsWith(cause)) ? '' : ' Check that Redis is reachable.';
+    const advice = NOT_REDIS.some((cause) => String(detail).includes(cause)) ? '' : ' Check that Redis is reachable.';
     super(`Lock store unavailable${which}: ${detail}.${advice}`, options);
   }
 }

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { LockModuleOptions } from '../../lib';
+import { LockModuleOptions, LockUnavailableError } from '../../lib';
+import { rejectionOf } from './helpers/timing';
 import { CLIENT_FAMILIES, type LentClient } from '../support/client-families';
 import { connected, createLockApp, trackLockApps, uniqueKey } from '../support/lock-app';
 import { type RedisProcess, startRedis } from '../support/redis-server';
@@ -157,8 +158,13 @@ describe('shutdown with an acquire in flight (one Redis)', () => {
     }
     // Refused because of the shutdown: not a command timeout, which would not be this path.
     expect(await pending).toMatch(/^LockUnavailableError: .*shutting down/);
-    // Redis is fine here: the message does not send an operator to check it.
+    // Redis is fine here: the message does not send an operator to check it; nor after the close (a closed store).
     expect(await pending).not.toContain('Check that Redis is reachable');
+    for (const late of [app.locks.isLocked(key), app.locks.inspect(key), app.locks.forceRelease(key)]) {
+      const error = await rejectionOf(late);
+      expect(error).toBeInstanceOf(LockUnavailableError);
+      expect((error as Error).message).not.toContain('Check that Redis is reachable');
+    }
     expect(await redis.command('EXISTS', `lock:{${key}}`)).toBe(0);
   });
 });

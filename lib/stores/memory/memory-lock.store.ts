@@ -1,5 +1,5 @@
 import { LockUnavailableError } from '../../errors';
-import { STORE_CLOSED } from '../../errors/lock-unavailable.error';
+import { STORE_CLOSED } from '../../errors/unavailable-details';
 import type { StoreHealth } from '../../health/store-health';
 import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
 import { kindConflict, kindOf } from '../shared/kind-conflict';

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { InvalidLockKeyError } from '../../errors';
-import { STORE_CLOSED } from '../../errors/lock-unavailable.error';
+import { STORE_CLOSED } from '../../errors/unavailable-details';
 import type { MinReplicas, RedisConnection, RedlockNode } from '../../lock-options.interface';
 import { type LockClient, type LockScript, type RedisArgument, createLockClient, lockScript } from '../clients';
 import type { LockKeyNames, LockShape } from '../lock-store.interface';

@@ -77,7 +77,7 @@ describe.each(['express', 'fastify'] as const)('a waiting @Locked request whose 
     expect(logger.since(mark, 'debug')).toContainEqual({
       level: 'debug',
       context: 'LockInterceptor',
-      message: 'Stopped waiting for "report:{params.id}": the HTTP client disconnected',
+      message: 'Stopped waiting for "report:{params.id}": the HTTP client disconnected while the request waited for its lock',
     });
   });
 });
