@@ -162,9 +162,22 @@ describe('Redlock defects over 5 real nodes', () => {
     const holderSide = await apps.start({ nodes: nodes.option, commandTimeout: 5_000 });
     const waiterSide = await apps.start({ nodes: nodes.option, commandTimeout: 5_000 });
     const key = uniqueKey('paused-minority');
+    // Both sides' connections are set up first: a paused node would make a first connect wait instead, and a
+    // holder whose command to a node still waited for its connection could find that node taken by the
+    // waiter's first attempt. The holder would then hold only 2 of the 3 live nodes: no quorum of refusals
+    // without the paused ones, so every call waited a whole node timeout (a clean-clone CI run read 5,014 /
+    // 5,009 / 5,007 ms). The premise is checked: the holder on all 5 nodes.
+    await (await holderSide.locks.acquire(uniqueKey('warm-up'))).release();
+    await (await waiterSide.locks.acquire(uniqueKey('warm-up'))).release();
     const held = await holderSide.locks.acquire(key, { ttl: 10_000 });
-    // Connections are set up before the pause (a paused node would make the first connect wait instead).
-    expect(await waiterSide.locks.tryAcquire(uniqueKey('warm-up'))).not.toBeNull();
+    await eventually(
+      async () => {
+        const values = await valuesOn(nodes, `lock:{${key}}`);
+        return values[0] !== null && values.every((value) => value === values[0]);
+      },
+      2_000,
+      'the holder on all 5 nodes',
+    );
     nodes.servers[3].pause();
     nodes.servers[4].pause();
     try {
