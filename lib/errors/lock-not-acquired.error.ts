@@ -49,14 +49,13 @@ export class LockNotAcquiredError extends LockError {
 function busyMessage(keys: readonly string[], waitedMs: number, details: LockNotAcquiredDetails): string {
   const what = `Lock on ${formatKeys(keys)} not acquired${details.mode === 'read' ? ' for reading' : ''}`;
   const permits = details.limit !== undefined && details.limit > 1 ? `all ${details.limit} permits` : undefined;
-  if (details.wait === 0) {
-    const holder = permits ? `${permits} are taken` : details.mode === 'read' ? 'held or claimed by a writer' : 'held by another owner';
-    return `${what}: ${holder}. Retry later, or set the 'wait' option to queue for it.`;
-  }
-  const holder = permits
-    ? `${permits} were still taken`
+  // [one attempt, after waiting]
+  const [now, still] = permits
+    ? [`${permits} are taken`, `${permits} were still taken`]
     : details.mode === 'read'
-      ? 'still held or claimed by a writer'
-      : 'still held by another owner';
-  return `${what}: ${holder} after waiting ${Math.round(details.wait ?? waitedMs)} ms. Retry later or raise the 'wait' option.`;
+      ? ['held or claimed by a writer', 'still held or claimed by a writer']
+      : ['held by another owner', 'still held by another owner'];
+  return details.wait === 0
+    ? `${what}: ${now}. Retry later, or set the 'wait' option to queue for it.`
+    : `${what}: ${still} after waiting ${Math.round(details.wait ?? waitedMs)} ms. Retry later or raise the 'wait' option.`;
 }

@@ -10,7 +10,7 @@ import type { Lease } from './lease';
 const asyncDispose: typeof Symbol.asyncDispose =
   Symbol.asyncDispose ?? (Symbol.for('nodejs.asyncDispose') as typeof Symbol.asyncDispose);
 
-/** Node's util.inspect (console.log) calls a method under this symbol when an object has one. */
+/** Node's util.inspect, which prints a logged object, calls a method under this symbol when an object has one. */
 const inspectCustom = Symbol.for('nodejs.util.inspect.custom');
 
 /**
@@ -102,7 +102,7 @@ export class HeldLock implements Lock {
   }
 
   /**
-   * What console.log and util.inspect show: the lock as its holder knows it, not the leases, service and
+   * What util.inspect shows (a lock printed to a log): the lock as its holder knows it, not the leases, service and
    * timers behind it (a log line of several screens). The token is shortened: enough to match it in a log.
    */
   [inspectCustom](): object {

@@ -6,6 +6,21 @@ import { countScriptCalls } from '../support/script-calls';
 import { waiterAsleep } from '../support/waiters';
 import { eventually, freshLock, freshToken, redlockStore, type RedlockNodes, startRedlockNodes, valuesOn } from './helpers/redlock-nodes';
 
+/**
+ * Resolves once every node holds `key` for one holder: a late answer still lands, and the tests that then
+ * clear or pause 2 nodes count on the 3 left holding it (a holder short of one of them breaks their premise).
+ */
+async function holderOnEveryNode(nodes: RedlockNodes, key: string): Promise<void> {
+  await eventually(
+    async () => {
+      const values = await valuesOn(nodes, `lock:{${key}}`);
+      return values[0] !== null && values.every((value) => value === values[0]);
+    },
+    2_000,
+    'the holder on all 5 nodes',
+  );
+}
+
 /** Redlock defects found in review (issue 11), reproduced as reported; each test failed before its fix. */
 describe('Redlock defects over 5 real nodes', () => {
   let nodes: RedlockNodes;
@@ -48,14 +63,7 @@ describe('Redlock defects over 5 real nodes', () => {
     await (await holderSide.locks.acquire(uniqueKey('warm-up'))).release();
     const held = await holderSide.locks.acquire(key, { ttl: 30_000 });
     // Every node holds it (a late answer still lands), so that the 2 deleted below leave a bare quorum of 3.
-    await eventually(
-      async () => {
-        const values = await valuesOn(nodes, `lock:{${key}}`);
-        return values[0] !== null && values.every((value) => value === values[0]);
-      },
-      2_000,
-      'the holder on all 5 nodes',
-    );
+    await holderOnEveryNode(nodes, key);
     // The README's "2 of 5 killed, lock renewed on the other 3", or a minority restarted empty.
     await Promise.all([3, 4].map((node) => nodes.inspectors[node].del(`lock:{${key}}`)));
     const waiters = Array.from({ length: 8 }, () =>
@@ -170,14 +178,7 @@ describe('Redlock defects over 5 real nodes', () => {
     await (await holderSide.locks.acquire(uniqueKey('warm-up'))).release();
     await (await waiterSide.locks.acquire(uniqueKey('warm-up'))).release();
     const held = await holderSide.locks.acquire(key, { ttl: 10_000 });
-    await eventually(
-      async () => {
-        const values = await valuesOn(nodes, `lock:{${key}}`);
-        return values[0] !== null && values.every((value) => value === values[0]);
-      },
-      2_000,
-      'the holder on all 5 nodes',
-    );
+    await holderOnEveryNode(nodes, key);
     nodes.servers[3].pause();
     nodes.servers[4].pause();
     try {
