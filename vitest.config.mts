@@ -22,7 +22,8 @@ export default defineConfig({
     include: ['lib/**/*.spec.ts', 'test/**/*.spec.ts', 'test/**/*.e2e-spec.ts'],
     exclude: ['**/node_modules/**', 'dist/**', 'test/bench/**', 'test/matrix/**'],
     // The suites start real redis-server processes on free ports and time real leases: one file at a time
-    // keeps a shared 2-core machine from stretching the timings they check.
+    // keeps a shared 2-core machine from stretching the timings they check. Inside a file, the store rows of
+    // the suites that mostly wait on leases run side by side (describeEachStore in test/support/store-matrix.ts).
     fileParallelism: false,
     pool: 'forks',
     // One module graph for all files: loading NestJS and the transports anew for each of ~80 files cost about

@@ -1,11 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockLostError } from '../../lib';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
-import { StoreUnderTest, storeRows } from '../support/store-matrix';
+import { describeEachStore, StoreUnderTest } from '../support/store-matrix';
 import { twoLockServices } from './helpers/contenders';
 import { rejectionOf } from './helpers/timing';
 
-describe.each(storeRows())('lease expiry (%s store)', (_name, fixture) => {
+describeEachStore('lease expiry (%s store)', (_name, fixture) => {
   let store: StoreUnderTest;
   beforeAll(async () => {
     store = await fixture.setup();

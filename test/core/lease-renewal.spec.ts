@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
-import { StoreUnderTest, storeRows } from '../support/store-matrix';
+import { describeEachStore, StoreUnderTest } from '../support/store-matrix';
 import { twoLockServices } from './helpers/contenders';
 
-describe.each(storeRows())('lease renewal (%s store)', (_name, fixture) => {
+describeEachStore('lease renewal (%s store)', (_name, fixture) => {
   let store: StoreUnderTest;
   beforeAll(async () => {
     store = await fixture.setup();

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockOptionsError } from '../../lib';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
-import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
+import { describeEachStore, StoreUnderTest, storesUnderTest } from '../support/store-matrix';
 import { becomesFree, busyUntil, refusedNow, twoLockServices } from './helpers/contenders';
 import { rejectionOf } from './helpers/timing';
 
@@ -10,7 +10,7 @@ import { rejectionOf } from './helpers/timing';
  * expire at grant + minHold instead of being deleted, so that late instances find it busy.
  */
 // Redlock over 3 nodes stands for Redlock: the hold-over runs the same script on every node that granted.
-describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('minHold (%s store)', (_name, fixture) => {
+describeEachStore('minHold (%s store)', (_name, fixture) => {
   let store: StoreUnderTest;
   beforeAll(async () => {
     store = await fixture.setup();
@@ -102,4 +102,4 @@ describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('minH
     }
     await expect(apps.start(store.options({ minHold: -5 }))).rejects.toThrow(LockOptionsError);
   });
-});
+}, storesUnderTest(['memory', 'redis', 'redlock3']));

@@ -5,7 +5,7 @@ import { rejectionOf } from '../core/helpers/timing';
 import { eventually } from '../support/eventually';
 import { quorumRecords } from '../support/permit-records';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
-import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
+import { describeEachStore, StoreUnderTest, storesUnderTest } from '../support/store-matrix';
 
 /** Resolves once `count()` reaches `target` (a barrier for callers inside a lock), or fails after `ms`. */
 async function until(count: () => number, target: number, ms: number): Promise<void> {
@@ -16,7 +16,7 @@ async function until(count: () => number, target: number, ms: number): Promise<v
   }
 }
 
-describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('read-write lock (%s store)', (_name, fixture) => {
+describeEachStore('read-write lock (%s store)', (_name, fixture) => {
   let store: StoreUnderTest;
   beforeAll(async () => {
     store = await fixture.setup();
@@ -376,4 +376,4 @@ describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('read
     const next = await readerSide.locks.acquire(key, { mode: 'read', wait: 2_000 });
     await next.release();
   });
-});
+}, storesUnderTest(['memory', 'redis', 'redlock3']));

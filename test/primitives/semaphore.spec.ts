@@ -4,7 +4,7 @@ import { becomesFree, busyUntil, refusedNow, twoLockServices } from '../core/hel
 import { rejectionOf } from '../core/helpers/timing';
 import { eventually } from '../support/eventually';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
-import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
+import { describeEachStore, StoreUnderTest, storesUnderTest } from '../support/store-matrix';
 
 /** One grant seen by a caller: when it asked, when it got in, and the fence it got. */
 interface Grant {
@@ -25,7 +25,7 @@ function fencesOutOfOrder(grants: readonly Grant[]): [Grant, Grant][] {
   return wrong;
 }
 
-describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('counting semaphore (%s store)', (_name, fixture) => {
+describeEachStore('counting semaphore (%s store)', (_name, fixture) => {
   let store: StoreUnderTest;
   beforeAll(async () => {
     store = await fixture.setup();
@@ -233,4 +233,4 @@ describe.each(storeRows(storesUnderTest(['memory', 'redis', 'redlock3'])))('coun
     expect((multi as Error).message).toContain('one key per call');
     expect(await rejectionOf(locks.acquire([uniqueKey('a'), uniqueKey('b')], { mode: 'read' }))).toBeInstanceOf(LockOptionsError);
   });
-});
+}, storesUnderTest(['memory', 'redis', 'redlock3']));

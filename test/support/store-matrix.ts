@@ -141,3 +141,16 @@ function clientRows(defaults: readonly StoreName[]): StoreName[] {
 export function storeRows(fixtures: readonly StoreFixture[] = storesUnderTest()): [StoreName, StoreFixture][] {
   return fixtures.map((fixture) => [fixture.name, fixture]);
 }
+
+/**
+ * `describe.each(storeRows(fixtures))(title, body)`, with the rows run side by side and each row's tests in
+ * order. A row has servers, apps and keys of its own (and every test file its own loggers), so rows cannot see
+ * each other; what they share is the machine. For the suites that mostly wait on real leases (a ttl, minHold,
+ * renewals, a killed server's timeouts): their waits overlap instead of adding up, none of them shortened.
+ */
+export function describeEachStore(title: string, body: (name: StoreName, fixture: StoreFixture) => void, fixtures: readonly StoreFixture[] = storesUnderTest()): void {
+  describe.each(storeRows(fixtures))(title, { concurrent: true }, (name, fixture) => {
+    // Unnamed, so titles read as before: 'lease renewal (redis store) > …'.
+    describe.sequential('', () => body(name, fixture));
+  });
+}
