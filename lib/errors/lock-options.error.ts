@@ -7,8 +7,10 @@ export class LockOptionsError extends LockError {
     readonly value: unknown,
     /** What a valid value is, in words (the end of the message). */
     readonly expected: string,
+    /** How the message names the value, when its printed form would not say it (an option left out). */
+    shownAs?: string,
   ) {
-    super(`Invalid lock option '${option}': ${show(value)}. Expected ${expected}.`);
+    super(`Invalid lock option '${option}': ${shownAs ?? show(value)}. Expected ${expected}.`);
   }
 }
 

@@ -26,8 +26,12 @@ export function checkReentry(key: string, held: LockShape | undefined, wanted: L
   if (wanted?.kind === 'semaphore') {
     throw new LockOptionsError('limit', wanted.limit, `what this context already holds "${key}" as: ${describeShape(held)}`);
   }
-  throw new LockOptionsError(wanted ? 'mode' : 'limit', wanted ? 'read' : undefined, `what this context already holds "${key}" as: ${describeShape(held)}`);
+  if (wanted?.kind === 'read') throw new LockOptionsError('mode', 'read', `what this context already holds "${key}" as: ${describeShape(held)}`);
+  throw new LockOptionsError('limit', undefined, `what this context already holds "${key}" as: ${describeShape(held)}`, MUTEX_WANTED);
 }
+
+/** How an options error names the `limit` of a call that gave none (a mutex): not "undefined", but what it asked for. */
+export const MUTEX_WANTED = 'not set (a mutex)';
 
 /** A shape in words, for error messages. */
 export function describeShape(shape: LockShape | undefined): string {

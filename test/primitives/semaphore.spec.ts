@@ -130,7 +130,10 @@ describeEachStore('counting semaphore (%s store)', (_name, fixture) => {
     expect(otherLimit).toBeInstanceOf(LockOptionsError);
     expect((otherLimit as LockOptionsError).option).toBe('limit');
     expect((otherLimit as Error).message).toContain('semaphore with limit 2');
-    expect(await rejectionOf(second.tryAcquire(key))).toBeInstanceOf(LockOptionsError);
+    // A call without `limit` asked for a mutex: the message says so, not "'limit': undefined".
+    const mutexWanted = await rejectionOf(second.tryAcquire(key));
+    expect(mutexWanted).toBeInstanceOf(LockOptionsError);
+    expect((mutexWanted as Error).message).toMatch(/^Invalid lock option 'limit': not set \(a mutex\)\. Expected what ".*" is held as now: a semaphore with limit 2\./);
     expect(await rejectionOf(second.tryAcquire(key, { mode: 'read' }))).toBeInstanceOf(LockOptionsError);
     expect(await rejectionOf(second.acquire(key, { mode: 'write', wait: 200 }))).toBeInstanceOf(LockOptionsError);
     await permit.release();
@@ -209,6 +212,10 @@ describeEachStore('counting semaphore (%s store)', (_name, fixture) => {
         expect((await locks.inspect(key))?.holders).toHaveLength(1);
         // Nested with another limit: refused, the context knows what it holds.
         expect(await rejectionOf(locks.acquire(key, { limit: 3 }))).toBeInstanceOf(LockOptionsError);
+        // Nested as a mutex: refused, and the message names what the call asked for.
+        const asMutex = await rejectionOf(locks.acquire(key));
+        expect(asMutex).toBeInstanceOf(LockOptionsError);
+        expect((asMutex as Error).message).toContain("'limit': not set (a mutex). Expected what this context already holds");
         await outer.extend(2_000);
       },
       { limit: 2, ttl: 900 },

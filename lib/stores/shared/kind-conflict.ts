@@ -1,5 +1,5 @@
 import { LockOptionsError } from '../../errors';
-import { describeShape } from '../../lease/reentry';
+import { describeShape, MUTEX_WANTED } from '../../lease/reentry';
 import type { LockShape } from '../lock-store.interface';
 
 /**
@@ -15,6 +15,7 @@ export function kindConflict(key: string, found: LockShape, wanted: LockShape | 
     value,
     `what "${key}" is held as now: ${describeShape(found)}. One key is a mutex (or read-write lock) or a ` +
       'semaphore of one limit, never a mix: use another key, or the same options everywhere',
+    value === undefined ? MUTEX_WANTED : undefined,
   );
 }
 
