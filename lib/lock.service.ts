@@ -88,6 +88,8 @@ export class LockService implements OnApplicationShutdown {
   private readonly writerMarks = new Map<string, LockKeyNames>();
   private readonly observer: LockObserver;
   private closed = false;
+  /** Set while forceRelease revokes this service's own holders: its warning already tells of their loss. */
+  private forcingRelease = false;
 
   constructor(
     @Inject(LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
@@ -163,11 +165,22 @@ export class LockService implements OnApplicationShutdown {
     const evicted = await this.store.forceRelease(this.namer.names(name));
     if (evicted.length === 0) return false;
     const instances = [...new Set(evicted.map((value) => parseLeaseValue(value).instance))];
+    const own = evicted.map((value) => this.leaseWith(value)).filter((lease) => lease !== undefined);
+    let ownLost = '';
+    if (own.length === 1) ownLost = " This service's holder lost it now (its signal aborted).";
+    else if (own.length > 1) ownLost = ` This service's ${own.length} holders lost it now (their signals aborted).`;
     this.logger.warn(
-      `Force-released the lock on "${name}": evicted ${instances.join(', ')} (from ${this.options.instance}). ` +
+      `Force-released the lock on "${name}": evicted ${instances.join(', ')} (from ${this.options.instance}).${ownLost} ` +
         'A holder elsewhere learns it at its next renewal; until then only a fenced resource refuses its writes',
     );
-    for (const value of evicted) this.leaseWith(value)?.revoke(`it was force-released (forceRelease("${name}"))`);
+    // One warning for one operator action: the holders here are named above, not warned of again as losses
+    // (their 'lost' events and metrics still count them).
+    this.forcingRelease = true;
+    try {
+      for (const lease of own) lease.revoke(`it was force-released (forceRelease("${name}"))`);
+    } finally {
+      this.forcingRelease = false;
+    }
     return true;
   }
 
@@ -202,8 +215,8 @@ export class LockService implements OnApplicationShutdown {
     const lostBecause = lease.lostBecause;
     // A loss is logged once, beside the 'lost' event: code still running under the lock is now unprotected, and
     // a @Locked handler's own result still reaches its caller (unless it checks lock.signal). Not at shutdown,
-    // where this service revokes every lock it holds itself.
-    if (lostBecause !== undefined && !this.closed) {
+    // where this service revokes every lock it holds itself, nor for this service's own forceRelease.
+    if (lostBecause !== undefined && !this.closed && !this.forcingRelease) {
       const label = lease.terms.label === undefined ? '' : ` (${lease.terms.label})`;
       const heldMs = Math.round(performance.now() - lease.terms.grantedAt);
       this.logger.warn(`Lock on ${lease.keys.join(', ')}${label} lost after ${heldMs} ms held: ${lostBecause}`);
