@@ -25,7 +25,7 @@ describeEachStore('minHold (%s store)', (_name, fixture) => {
     const acquiredFrom = performance.now();
     const lock = await holderSide.acquire(key, { minHold: 800, ttl: 5_000 });
     const grantedAt = performance.now();
-    await expect(lock.release()).resolves.toBe(true);
+    expect(await lock.release()).toBe(true);
 
     await sleep(150);
     await busyUntil(acquiredFrom + 800, () => refusedNow(otherSide, key), 'tryAcquire after the early release');
@@ -58,7 +58,7 @@ describeEachStore('minHold (%s store)', (_name, fixture) => {
     const acquiredFrom = performance.now();
     const lock = await holderSide.acquire(key, { ttl: 600, minHold: 1_500 });
     const grantedAt = performance.now();
-    await expect(lock.release()).resolves.toBe(true);
+    expect(await lock.release()).toBe(true);
 
     // Well past the 600 ms ttl, still before minHold.
     await sleep(Math.max(0, grantedAt + 900 - performance.now()));
@@ -74,7 +74,7 @@ describeEachStore('minHold (%s store)', (_name, fixture) => {
     const key = uniqueKey('min-hold-passed');
     const lock = await holderSide.acquire(key, { minHold: 100, ttl: 5_000 });
     await sleep(250);
-    await expect(lock.release()).resolves.toBe(true);
+    expect(await lock.release()).toBe(true);
     const next = await otherSide.tryAcquire(key);
     expect(next).not.toBeNull();
     await next?.release();
@@ -100,6 +100,6 @@ describeEachStore('minHold (%s store)', (_name, fixture) => {
       expect(error).toBeInstanceOf(LockOptionsError);
       expect((error as LockOptionsError).option).toBe('minHold');
     }
-    await expect(apps.start(store.options({ minHold: -5 }))).rejects.toThrow(LockOptionsError);
+    expect(await rejectionOf(apps.start(store.options({ minHold: -5 })))).toBeInstanceOf(LockOptionsError);
   });
 }, storesUnderTest(['memory', 'redis', 'redlock3']));

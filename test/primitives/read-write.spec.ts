@@ -250,7 +250,7 @@ describeEachStore('read-write lock (%s store)', (_name, fixture) => {
     const [readerSide, writerSide] = await twoLockServices(store, apps);
     const key = uniqueKey('rw-withdraw');
     const reader = await readerSide.acquire(key, { mode: 'read' });
-    await expect(writerSide.acquire(key, { wait: 300, ttl: 20_000 })).rejects.toThrow(/not acquired/);
+    expect(((await rejectionOf(writerSide.acquire(key, { wait: 300, ttl: 20_000 }))) as Error).message).toMatch(/not acquired/);
     // The intent (20 s) would refuse new readers; withdrawn, they are admitted.
     await eventually(async () => {
       const next = await readerSide.tryAcquire(key, { mode: 'read' });

@@ -144,9 +144,12 @@ export function storeRows(fixtures: readonly StoreFixture[] = storesUnderTest())
 
 /**
  * `describe.each(storeRows(fixtures))(title, body)`, with the rows run side by side and each row's tests in
- * order. A row has servers, apps and keys of its own (and every test file its own loggers), so rows cannot see
- * each other; what they share is the machine. For the suites that mostly wait on real leases (a ttl, minHold,
- * renewals, a killed server's timeouts): their waits overlap instead of adding up, none of them shortened.
+ * order. For the suites that mostly wait on real leases (a ttl, minHold, renewals): their waits overlap instead
+ * of adding up, none of them shortened. A row has servers, apps and keys of its own; what rows share is the
+ * process, so such a suite must not reach for it: no spies on a prototype (Logger.prototype), no process
+ * listeners, and no `expect(promise).resolves` / `.rejects` (the global expect attaches those to whichever test
+ * started last, so one row's failure would be reported in another row too): `expect(await promise)` and
+ * `rejectionOf` instead.
  */
 export function describeEachStore(title: string, body: (name: StoreName, fixture: StoreFixture) => void, fixtures: readonly StoreFixture[] = storesUnderTest()): void {
   describe.each(storeRows(fixtures))(title, { concurrent: true }, (name, fixture) => {
