@@ -88,8 +88,8 @@ export class LockService implements OnApplicationShutdown {
   private readonly writerMarks = new Map<string, LockKeyNames>();
   private readonly observer: LockObserver;
   private closed = false;
-  /** Set while forceRelease revokes this service's own holders: its warning already tells of their loss. */
-  private forcingRelease = false;
+  /** This service's holders evicted by its own forceRelease: its warning already tells of their loss. */
+  private readonly forceReleased = new WeakSet<Lease>();
 
   constructor(
     @Inject(LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
@@ -169,18 +169,14 @@ export class LockService implements OnApplicationShutdown {
     let ownLost = '';
     if (own.length === 1) ownLost = " This service's holder lost it now (its signal aborted).";
     else if (own.length > 1) ownLost = ` This service's ${own.length} holders lost it now (their signals aborted).`;
-    this.logger.warn(
-      `Force-released the lock on "${name}": evicted ${instances.join(', ')} (from ${this.options.instance}).${ownLost} ` +
-        'A holder elsewhere learns it at its next renewal; until then only a fenced resource refuses its writes',
-    );
+    const elsewhere =
+      own.length < evicted.length ? ' A holder elsewhere learns it at its next renewal; until then only a fenced resource refuses its writes' : '';
+    this.logger.warn(`Force-released the lock on "${name}": evicted ${instances.join(', ')} (from ${this.options.instance}).${ownLost}${elsewhere}`);
     // One warning for one operator action: the holders here are named above, not warned of again as losses
-    // (their 'lost' events and metrics still count them).
-    this.forcingRelease = true;
-    try {
-      for (const lease of own) lease.revoke(`it was force-released (forceRelease("${name}"))`);
-    } finally {
-      this.forcingRelease = false;
-    }
+    // (their 'lost' events and metrics still count them). Marked by lease, not by a flag around the loop: the
+    // abort listeners and 'lost' subscribers it runs may end another lease of this service, which still warns.
+    for (const lease of own) this.forceReleased.add(lease);
+    for (const lease of own) lease.revoke(`it was force-released (forceRelease("${name}"))`);
     return true;
   }
 
@@ -216,7 +212,7 @@ export class LockService implements OnApplicationShutdown {
     // A loss is logged once, beside the 'lost' event: code still running under the lock is now unprotected, and
     // a @Locked handler's own result still reaches its caller (unless it checks lock.signal). Not at shutdown,
     // where this service revokes every lock it holds itself, nor for this service's own forceRelease.
-    if (lostBecause !== undefined && !this.closed && !this.forcingRelease) {
+    if (lostBecause !== undefined && !this.closed && !this.forceReleased.has(lease)) {
       const label = lease.terms.label === undefined ? '' : ` (${lease.terms.label})`;
       const heldMs = Math.round(performance.now() - lease.terms.grantedAt);
       this.logger.warn(`Lock on ${lease.keys.join(', ')}${label} lost after ${heldMs} ms held: ${lostBecause}`);
