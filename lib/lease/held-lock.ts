@@ -97,8 +97,18 @@ export class HeldLock implements Lock {
     return Promise.all(this.leases.map((lease) => this.onRelease(lease))).then((results) => results.every(Boolean));
   }
 
+  /**
+   * `await using`: releases, and logs a release that fails (Redis unreachable) instead of throwing it. The block's
+   * own error or result stands, as with withLock: thrown here, the failure would replace a successful block's
+   * result, or wrap the block's own error in a SuppressedError. The lease, no longer renewed, expires on its own.
+   */
   async [asyncDispose](): Promise<void> {
-    await this.release();
+    try {
+      await this.release();
+    } catch (error) {
+      const { logger } = this.leases[this.leases.length - 1].owner;
+      logger.error(`Releasing the lock on ${this.keys.join(', ')} at the end of its block failed: ${(error as Error).message}`);
+    }
   }
 
   /**

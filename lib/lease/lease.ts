@@ -147,7 +147,10 @@ export class Lease implements ScheduledTask {
     // Released before minHold: left in place, still under this token, to expire at grant + minHold.
     const holdFor = Math.ceil(this.terms.minHoldUntil - performance.now());
     const released = this.host.store.release(this.terms.names, this.terms.value, Math.max(0, holdFor), this.terms.shape);
-    return wasHeld ? released : released.then(() => false);
+    // A lease already known lost answers false whatever the store says: its holder was told of the loss (signal,
+    // warning, 'lost' event), and a deletion that fails (Redis unreachable, the usual cause of the loss) leaves it
+    // to expire, as it would have. Thrown, it would replace the caller's own error in a `finally` or `await using`.
+    return wasHeld ? released : released.then(notReleased, notReleased);
   }
 
   /** Declares the lease lost now (its signal aborts with `reason`); release() still deletes it in the store. */
@@ -253,4 +256,8 @@ export class Lease implements ScheduledTask {
     this.host.scheduler.remove(this);
     this.host.ended(this);
   }
+}
+
+function notReleased(): false {
+  return false;
 }

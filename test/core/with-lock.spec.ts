@@ -21,6 +21,28 @@ describe.each(storeRows())('withLock outcome (%s store)', (_name, fixture) => {
     expect(await other.isLocked(key)).toBe(false);
   });
 
+  it('await using releases at the end of the block, whether it returns or throws (the error unchanged)', async () => {
+    const [locks, other] = await twoLockServices(store, apps);
+    const key = uniqueKey('using');
+    const fence = await (async () => {
+      await using lock = await locks.acquire(key);
+      expect(await other.isLocked(key)).toBe(true);
+      return lock.fence;
+    })();
+    expect(await other.isLocked(key)).toBe(false);
+
+    const blockError = new Error('the block failed');
+    const thrown = await rejectionOf(
+      (async () => {
+        await using lock = await locks.acquire(key);
+        expect(lock.fence).toBeGreaterThan(fence);
+        throw blockError;
+      })(),
+    );
+    expect(thrown).toBe(blockError);
+    expect(await other.isLocked(key)).toBe(false);
+  });
+
   it('a fn that is not a function is a LockOptionsError before anything is locked (no acquired event)', async () => {
     const [locks] = await twoLockServices(store, apps);
     const key = uniqueKey('no-fn');
