@@ -12,7 +12,7 @@ export interface LockApp {
 }
 
 /** Only errors reach the test output: the in-process store's startup warning would repeat in every test. */
-function quietLogger(): ConsoleLogger {
+export function quietLogger(): ConsoleLogger {
   return new ConsoleLogger({ logLevels: ['error', 'fatal'] });
 }
 
