@@ -44,47 +44,47 @@ export interface MinReplicas {
 /** Per-call options of acquire / tryAcquire / withLock. Unset fields fall back to the module's options. */
 export interface AcquireOptions {
   /** Lease length in ms. */
-  ttl?: number;
+  ttl?: number | undefined;
   /** How long to wait for a busy key, in ms; 0 makes one attempt. `Infinity` waits until `signal` aborts. */
-  wait?: number;
+  wait?: number | undefined;
   /** Renew the lease while it is held. */
-  autoExtend?: boolean;
+  autoExtend?: boolean | undefined;
   /** Cap on the total hold time under auto-extension, in ms (ShedLock's lockAtMostFor). */
-  maxHold?: number;
+  maxHold?: number | undefined;
   /**
    * Shortest time the lock stays held after its grant, in ms (ShedLock's lockAtLeastFor): released sooner,
    * it is not deleted but left to expire at grant + minHold. 0 (the default) deletes at release.
    */
-  minHold?: number;
+  minHold?: number | undefined;
   /** A context that already holds the keys gets them again at once. */
-  reentrant?: boolean;
+  reentrant?: boolean | undefined;
   /**
    * Makes the key a counting semaphore: up to `limit` holders at once (an integer from 1), each with its
    * own lock (token, lease, fence, signal, renewal, release). A key is either a mutex or a semaphore of one
    * limit: another limit, or a mutex or read-write use of a key held as a semaphore, is a LockOptionsError.
    * One key per call; not with `mode`.
    */
-  limit?: number;
+  limit?: number | undefined;
   /**
    * Makes the key a read-write lock: any number of 'read' holders together, a 'write' holder alone; a
    * waiting writer is not starved by new readers (they queue behind it). 'write' is the default, and is the
    * plain lock. A context holding the write lock may take the read lock (it borrows the write lock);
    * read → write in one context is a LockOptionsError (it would wait for itself). One key per call.
    */
-  mode?: 'read' | 'write';
+  mode?: 'read' | 'write' | undefined;
   /**
    * Names this call's locks in metrics and events (`lock.name`), e.g. 'report' for `report:${id}`: a few
    * values, never the rendered key. A @Locked method's default is its key template.
    */
-  label?: string;
+  label?: string | undefined;
   /** Cancels waiting: the call rejects with the signal's reason. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** Options of @Locked: the acquire options plus what to do when the key stays busy. */
 export type LockedOptions = AcquireOptions & {
   /** 'throw' (default) raises LockNotAcquiredError; 'skip' does not run the method and resolves undefined. */
-  onBusy?: 'throw' | 'skip';
+  onBusy?: 'throw' | 'skip' | undefined;
 };
 
 /**
@@ -97,40 +97,40 @@ export interface LockOptionsFactory {
 
 export interface LockModuleOptions {
   /** One Redis deployment (standalone, Sentinel or Cluster). Exclusive with `nodes`. */
-  redis?: RedisConnection;
+  redis?: RedisConnection | undefined;
   /** Redlock over N independent masters, quorum floor(N/2)+1. Exclusive with `redis`. */
-  nodes?: readonly RedlockNode[];
+  nodes?: readonly RedlockNode[] | undefined;
   /** Prepended to every Redis key. Default `lock:`. */
-  keyPrefix?: string;
+  keyPrefix?: string | undefined;
   /** Lease length in ms. Default 10000. */
-  ttl?: number;
+  ttl?: number | undefined;
   /** How long acquire() and @Locked wait for a busy key, in ms. Default 10000. */
-  wait?: number;
+  wait?: number | undefined;
   /** Renew the lease while held. Default true. */
-  autoExtend?: boolean;
+  autoExtend?: boolean | undefined;
   /** Cap on the total hold time under auto-extension, in ms. Default: no cap. */
-  maxHold?: number;
+  maxHold?: number | undefined;
   /** Default minHold of every call, in ms (see AcquireOptions.minHold). Default 0. */
-  minHold?: number;
+  minHold?: number | undefined;
   /** Clock-drift allowance as a fraction of the ttl (drift = ttl * driftFactor + 2 ms). Default 0.01. */
-  driftFactor?: number;
+  driftFactor?: number | undefined;
   /** Reentrant acquisition inside a context that holds the key. Default true. */
-  reentrant?: boolean;
+  reentrant?: boolean | undefined;
   /**
    * This process's name in lock ownership (`inspect`), logs and events: recorded with each lease.
    * Default `<hostname>:<pid>`; a pod or host name an operator recognises is best.
    */
-  instance?: string;
+  instance?: string | undefined;
   /**
    * Replication safety on Sentinel or Cluster (or a master with replicas): a grant or renewal counts only
    * once `replicas` replicas acknowledged it within `timeout` ms (README, "Replication"). Off by default.
    */
-  minReplicas?: MinReplicas;
+  minReplicas?: MinReplicas | undefined;
   /**
    * How long one Redis command may take before the store counts as unreachable, in ms.
    * Default: ttl / 5, between 100 and 1000, and at most half the ttl.
    */
-  commandTimeout?: number;
+  commandTimeout?: number | undefined;
 }
 
 /** The options after defaults were merged and every value was validated. */

@@ -109,12 +109,12 @@ export class LockService implements OnApplicationShutdown {
   }
 
   /** Waits up to `wait` for the keys; LockNotAcquiredError when still busy, LockUnavailableError when unreachable. */
-  acquire(key: string | string[], options?: AcquireOptions): Promise<Lock> {
+  acquire(key: string | readonly string[], options?: AcquireOptions): Promise<Lock> {
     return this.obtain(key, options, false) as Promise<Lock>;
   }
 
   /** One attempt: the lock, or null when a key is busy. */
-  tryAcquire(key: string | string[], options?: AcquireOptions): Promise<Lock | null> {
+  tryAcquire(key: string | readonly string[], options?: AcquireOptions): Promise<Lock | null> {
     return this.obtain(key, options, true);
   }
 
@@ -122,7 +122,7 @@ export class LockService implements OnApplicationShutdown {
    * Runs `fn` holding the keys (renewed meanwhile) and always releases. Returns what `fn` returns and
    * rethrows what it throws, unchanged: a failed release afterwards is logged, never thrown over it.
    */
-  async withLock<T>(key: string | string[], fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+  async withLock<T>(key: string | readonly string[], fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
     // Checked before the lock is taken, like every other argument: not a TypeError once it is held.
     if (typeof fn !== 'function') throw new LockOptionsError('fn', fn, 'a function to run while holding the lock');
     const lock = await this.acquire(key, options);

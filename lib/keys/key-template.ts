@@ -29,7 +29,7 @@ export const ROUTE_KEY_ROOTS = ['params', 'query', 'body', 'headers', 'user', 'd
 export type RouteKeyRoot = (typeof ROUTE_KEY_ROOTS)[number];
 
 /** A key function of @Locked: builds the key(s) from the call. */
-export type LockKeyFunction = (source: LockKeySource) => string | string[];
+export type LockKeyFunction = (source: LockKeySource) => string | readonly string[];
 
 /** What @Locked accepts as its key. */
 export type LockedKey = string | readonly string[] | LockKeyFunction;

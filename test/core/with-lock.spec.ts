@@ -21,6 +21,17 @@ describe.each(storeRows())('withLock outcome (%s store)', (_name, fixture) => {
     expect(await other.isLocked(key)).toBe(false);
   });
 
+  it('takes the keys as a read-only array too (a lock\'s own keys, an event\'s)', async () => {
+    const [locks, other] = await twoLockServices(store, apps);
+    const first = await locks.acquire([uniqueKey('readonly-a'), uniqueKey('readonly-b')]);
+    const keys: readonly string[] = first.keys;
+    await first.release();
+    expect(await locks.withLock(keys, async () => other.isLocked(keys[1]))).toBe(true);
+    const again = await locks.tryAcquire(keys);
+    expect(again?.keys).toEqual(keys);
+    await again?.release();
+  });
+
   it('await using releases at the end of the block, whether it returns or throws (the error unchanged)', async () => {
     const [locks, other] = await twoLockServices(store, apps);
     const key = uniqueKey('using');

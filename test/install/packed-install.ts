@@ -98,6 +98,9 @@ function writeScratchApp(dir: string, scenario: Scenario): void {
           experimentalDecorators: true,
           emitDecoratorMetadata: true,
           strict: true,
+          // What a strict user project may add: `redis: process.env.REDIS_URL` (string | undefined) must still
+          // type-check against the options (a trial found it did not).
+          exactOptionalPropertyTypes: true,
           skipLibCheck: true,
           esModuleInterop: true,
           outDir: 'dist',
