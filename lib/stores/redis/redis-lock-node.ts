@@ -2,13 +2,13 @@ import { Logger } from '@nestjs/common';
 import { InvalidLockKeyError } from '../../errors';
 import { STORE_CLOSED } from '../../errors/unavailable-details';
 import type { MinReplicas, RedisConnection, RedlockNode } from '../../lock-options.interface';
-import { type LockClient, type LockScript, type RedisArgument, createLockClient, lockScript } from '../clients';
+import { type LockClient, type LockScript, type RedisArgument, createLockClient, lockScript, sha1 } from '../clients';
 import type { LockKeyNames, LockShape } from '../lock-store.interface';
 import { kindConflict, recordOf, shapeFromRecord } from '../shared/kind-conflict';
 import { CommandTimeoutError, type Expirable, expireAfter, withTimeout } from '../shared/with-timeout';
 import { withdrawalMessage } from '../shared/withdrawal-message';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, HANDOVER_SCRIPT, RAISE_FENCES_SCRIPT, RELEASE_SCRIPT, UNDO_SCRIPT } from './lock-scripts';
-import { FORCE_RELEASE_SCRIPT, INSPECT_SCRIPT } from './operator-scripts';
+import { FORCE_RELEASE_SCRIPT, INSPECT_SCRIPT, SERVER_ID_SCRIPT } from './operator-scripts';
 import {
   PERMIT_ACQUIRE_SCRIPT,
   PERMIT_EXTEND_SCRIPT,
@@ -35,6 +35,8 @@ const PERMIT_UNDO = lockScript('nestLockPermitUndo', PERMIT_UNDO_SCRIPT);
 const PERMIT_RAISE_FENCE = lockScript('nestLockPermitRaiseFence', PERMIT_RAISE_FENCE_SCRIPT);
 const WRITE_ACQUIRE = lockScript('nestLockWriteAcquire', WRITE_ACQUIRE_SCRIPT);
 const WITHDRAW = lockScript('nestLockWithdraw', WITHDRAW_SCRIPT);
+/** Not registered with lockScript(): asked once per node, never part of a batch (batchIndex 0 is never batched). */
+const SERVER_ID: LockScript = { name: 'nestLockServerId', lua: SERVER_ID_SCRIPT, sha: sha1(SERVER_ID_SCRIPT), batchIndex: 0 };
 
 /** Whether a shape is one holder among several (a semaphore's permit, a reader): the permit scripts. */
 export function isPermit(shape: LockShape | undefined): shape is Exclude<LockShape, { kind: 'mutex' }> {
@@ -631,6 +633,15 @@ export class RedisLockNode {
     // Not recorded in `failing`, which is about lock commands: a node that answers PING but times out
     // scripts would be declared healthy by every health probe.
     await withTimeout(this.client.ping(), timeoutMs);
+  }
+
+  /**
+   * The run_id of the server this node reaches (see DistinctServers). Not recorded in `failing`: a node that
+   * refuses INFO (an ACL) still serves locks.
+   */
+  async serverId(timeoutMs: number): Promise<string> {
+    this.refuseWhenClosed();
+    return String(await this.client.runScript(SERVER_ID, [], [], timeoutMs));
   }
 
   /** Where release announcements go; set once by the store. */

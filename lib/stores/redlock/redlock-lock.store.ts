@@ -7,6 +7,7 @@ import { kindOf } from '../shared/kind-conflict';
 import { ReleaseHub } from '../shared/release-hub';
 import { withdrawalMessage } from '../shared/withdrawal-message';
 import { clockDrift, commandTimeoutFor } from '../shared/timing';
+import { DistinctServers } from './distinct-servers';
 import { fencesAgreed, type NodeGrant, writeBackFences } from './fence-write-back';
 import { type NodeAnswer, QuorumRound, quorumOf, semaphoreQuorumOf } from './quorum-round';
 
@@ -69,6 +70,8 @@ export class RedlockLockStore implements LockStore {
   private readonly inFlight = new Map<string, Promise<void>>();
   /** Numbers the withdrawals of intents outcomes did not report (see withdrawUnreported). */
   private lateWithdrawals = 0;
+  /** Finds two nodes that reach one server, which the options check at bootstrap cannot see. */
+  private readonly servers: DistinctServers;
 
   constructor(
     connections: readonly RedlockNode[],
@@ -82,6 +85,7 @@ export class RedlockLockStore implements LockStore {
         new RedisLockNode(connection, `nodes[${index}]`, options.minReplicas, true, step > 1 ? { step, residue: index } : undefined),
     );
     this.quorum = quorumOf(this.nodes.length);
+    this.servers = new DistinctServers(this.nodes, connections);
     this.hub = new ReleaseHub({
       subscribe: (channel) => this.subscribe(channel),
       unsubscribe: async (channel) => {
@@ -93,6 +97,10 @@ export class RedlockLockStore implements LockStore {
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
+    if (!this.servers.verified) {
+      if (this.servers.failure) throw this.servers.failure;
+      this.servers.check(this.timeout(undefined));
+    }
     if (!this.nodes.some((node) => node.failing)) return this.attempt(request);
     // Nodes are down: this process's attempts on a key go one at a time (see inFlight). Checked again after
     // each wait, and marked at once after the last check, so that attempts resumed together by the end of

@@ -1,0 +1,79 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import Redis from 'ioredis';
+import { type LockModuleOptions, LockOptionsError, type LockService } from '../../lib';
+import { rejectionOf } from '../core/helpers/timing';
+import { trackLockApps, uniqueKey } from '../support/lock-app';
+import { startRedis, startRedisServers, type RedisProcess } from '../support/redis-server';
+
+/**
+ * One server listed twice under two names passes the options check at bootstrap (it compares what the
+ * options say), and would count its grant as two votes: with 3 nodes, that server alone is a quorum. The
+ * store asks each node which server it reaches (run_id) and from then on refuses every acquisition.
+ */
+describe('Redlock nodes that are one server under two names', () => {
+  let shared: RedisProcess;
+  let other: RedisProcess;
+  let socket: string;
+  const lent: Redis[] = [];
+  const apps = trackLockApps();
+
+  beforeAll(async () => {
+    socket = path.join(tmpdir(), `lock-test-${randomBytes(4).toString('hex')}.sock`);
+    shared = await startRedis({ args: ['--unixsocket', socket, '--unixsocketperm', '700'] });
+    other = await startRedis();
+  });
+  afterAll(async () => {
+    for (const client of lent) client.disconnect();
+    await Promise.all([shared?.stop(), other?.stop()]);
+  });
+
+  /** Acquisitions until one is refused with a LockOptionsError (or `ms` pass): the check runs in the background. */
+  async function refusal(locks: LockService, ms: number): Promise<LockOptionsError | undefined> {
+    const deadline = performance.now() + ms;
+    while (performance.now() < deadline) {
+      const outcome = await locks.acquire(uniqueKey('same-server')).then(
+        (lock) => lock.release(),
+        (error: unknown) => error,
+      );
+      if (outcome instanceof LockOptionsError) return outcome;
+      await sleep(20);
+    }
+    return undefined;
+  }
+
+  const twoNames: [string, () => LockModuleOptions['nodes']][] = [
+    ['its TCP address and its unix socket', () => [shared.url, socket, other.url]],
+    [
+      'two clients of it, lent by the application',
+      () => {
+        const clients = [new Redis(shared.url), new Redis(shared.url), new Redis(other.url)];
+        lent.push(...clients);
+        return clients;
+      },
+    ],
+  ];
+
+  it.each(twoNames)('%s: accepted at bootstrap, then every acquisition is a LockOptionsError naming both nodes', async (_label, nodes) => {
+    const { locks } = await apps.start({ nodes: nodes(), ttl: 2_000 });
+    const error = await refusal(locks, 3_000);
+    expect(error).toBeInstanceOf(LockOptionsError);
+    expect(error?.option).toBe('nodes[1]');
+    expect(error?.message).toContain('nodes[0] reaches the same one');
+    // From then on, at once: no grant counts that server twice again.
+    expect(await rejectionOf(locks.tryAcquire(uniqueKey('after')))).toBe(error);
+  });
+
+  it('three servers of their own are never refused', async () => {
+    const third = await startRedisServers(1);
+    try {
+      const { locks } = await apps.start({ nodes: [shared.url, other.url, third[0].url], ttl: 2_000 });
+      // Long past the check (one round trip): a false match would have refused one of these.
+      expect(await refusal(locks, 500)).toBeUndefined();
+    } finally {
+      await Promise.all(third.map((server) => server.stop()));
+    }
+  });
+});
