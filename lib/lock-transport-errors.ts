@@ -74,8 +74,9 @@ export function lockErrorPayload(error: unknown): LockErrorPayload | undefined {
   const row = rowOf(error);
   if (!row) return undefined;
   const { message } = error as LockError;
+  // Without the advice about the 'wait' option, which is the developer's to set, not the client's.
   if (error instanceof LockNotAcquiredError) {
-    return { code: row.code, message, keys: [...error.keys], retryAfterMs: error.retryAfterMs };
+    return { code: row.code, message: `${error.summary} Retry later.`, keys: [...error.keys], retryAfterMs: error.retryAfterMs };
   }
   // The store's own words (a host and port, a driver's error, node counts) are for the operator's log, not
   // for a client: an unavailable store or a lost lock is described to the client in general terms.

@@ -88,7 +88,7 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
       if (holdEnded || !(error instanceof LockNotAcquiredError)) throw error;
       if (metadata.onBusy === 'skip') {
         // One instance per tick runs a scheduled job: the others skipping is normal, hence debug.
-        this.logger.debug(`Skipped a run of a @Locked method: ${error.message}`);
+        this.logger.debug(`Skipped a run of a @Locked method: ${error.summary}`);
         return undefined;
       }
       throw this.estimator.busyError(error, { site: metadata, wait: metadata.acquireOptions.wait ?? this.options.wait });

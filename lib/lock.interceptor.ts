@@ -149,7 +149,7 @@ export class LockInterceptor implements NestInterceptor, OnModuleInit {
     } catch (error) {
       if (!(error instanceof LockNotAcquiredError)) throw error;
       if (metadata.onBusy === 'skip') {
-        this.logger.debug(`Skipped: ${error.message}`);
+        this.logger.debug(`Skipped: ${error.summary}`);
         return undefined;
       }
       const { estimator, options } = this.dependencies();

@@ -23,6 +23,11 @@ export class LockNotAcquiredError extends LockError {
   readonly wait: number | undefined;
   /** How long this call spent trying, in ms (to 0.1 ms: a finer figure is the clock's noise in a log line). */
   readonly waitedMs: number;
+  /**
+   * @internal The message's first sentence, what happened, without the advice to the developer about the
+   * 'wait' option: a client of a route cannot set it (lock-transport-errors.ts), and a skip was intended.
+   */
+  readonly summary: string;
 
   constructor(
     readonly keys: readonly string[],
@@ -35,7 +40,9 @@ export class LockNotAcquiredError extends LockError {
     waitedMs: number,
     readonly details: LockNotAcquiredDetails = {},
   ) {
-    super(busyMessage(keys, waitedMs, details));
+    const [what, advice] = busyMessage(keys, waitedMs, details);
+    super(`${what} ${advice}`);
+    this.summary = what;
     this.wait = details.wait;
     this.waitedMs = Math.round(waitedMs * 10) / 10;
   }
@@ -44,9 +51,9 @@ export class LockNotAcquiredError extends LockError {
 /**
  * The message says who holds the keys in the words of what was asked: a mutex (or a writer) finds another
  * owner, a semaphore call finds all its permits taken, a reader finds a writer. A one-attempt call says
- * so plainly; a call that waited says for how long.
+ * so plainly; a call that waited says for how long. Returned as [what happened, advice to the developer].
  */
-function busyMessage(keys: readonly string[], waitedMs: number, details: LockNotAcquiredDetails): string {
+function busyMessage(keys: readonly string[], waitedMs: number, details: LockNotAcquiredDetails): [string, string] {
   const what = `Lock on ${formatKeys(keys)} not acquired${details.mode === 'read' ? ' for reading' : ''}`;
   const permits = details.limit !== undefined && details.limit > 1 ? `all ${details.limit} permits` : undefined;
   // [one attempt, after waiting]
@@ -56,6 +63,6 @@ function busyMessage(keys: readonly string[], waitedMs: number, details: LockNot
       ? ['held or claimed by a writer', 'still held or claimed by a writer']
       : ['held by another owner', 'still held by another owner'];
   return details.wait === 0
-    ? `${what}: ${now}. Retry later, or set the 'wait' option to queue for it.`
-    : `${what}: ${still} after waiting ${Math.round(details.wait ?? waitedMs)} ms. Retry later or raise the 'wait' option.`;
+    ? [`${what}: ${now}.`, "Retry later, or set the 'wait' option to queue for it."]
+    : [`${what}: ${still} after waiting ${Math.round(details.wait ?? waitedMs)} ms.`, "Retry later or raise the 'wait' option."];
 }

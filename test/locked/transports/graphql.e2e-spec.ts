@@ -16,7 +16,11 @@ import { RecordingLogger, startHttpApp, type HttpTransportApp } from '../helpers
  */
 
 const gates = new Gates();
+/** What the client is told: not the advice about the 'wait' option, which only the developer can set. */
 const BUSY_MESSAGE = (key: string) =>
+  `Lock on "${key}" not acquired: held by another owner. Retry later.`;
+/** What the log says (debug), the error's own message. */
+const BUSY_LOG = (key: string) =>
   `Lock on "${key}" not acquired: held by another owner. Retry later, or set the 'wait' option to queue for it.`;
 const BAD_KEY_MESSAGE = (template: string, placeholder: string) =>
   `Invalid lock key "${template}": placeholder ${placeholder} is undefined (missing from the call); ` +
@@ -117,7 +121,7 @@ describe('lock errors over GraphQL (Apollo, code-first; real Nest app, real Redi
     expect(busy.body.errors![0]!.extensions!.retryAfterMs).toBeGreaterThan(0);
 
     expect(logger.since(mark, 'error')).toEqual([]);
-    expect(logger.since(mark, 'debug')).toContainEqual({ level: 'debug', context: 'LockInterceptor', message: BUSY_MESSAGE('gql-order:1') });
+    expect(logger.since(mark, 'debug')).toContainEqual({ level: 'debug', context: 'LockInterceptor', message: BUSY_LOG('gql-order:1') });
   });
 
   it('a @Locked resolver, bad key: extensions { code LOCK_INVALID_KEY }, naming the placeholder', async () => {

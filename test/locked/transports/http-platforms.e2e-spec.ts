@@ -15,7 +15,11 @@ import { RecordingLogger, startHttpApp, type HttpTransportApp } from '../helpers
 
 const TTL_MS = 10_000;
 const gates = new Gates();
+/** What the client is told: not the advice about the 'wait' option, which only the developer can set. */
 const BUSY_MESSAGE = (key: string) =>
+  `Lock on "${key}" not acquired: held by another owner. Retry later.`;
+/** What the log says (debug), the error's own message. */
+const BUSY_LOG = (key: string) =>
   `Lock on "${key}" not acquired: held by another owner. Retry later, or set the 'wait' option to queue for it.`;
 const BAD_KEY_MESSAGE = (template: string, placeholder: string) =>
   `Invalid lock key "${template}": placeholder ${placeholder} is undefined (missing from the call); ` +
@@ -109,7 +113,7 @@ describe.each(['express', 'fastify'] as const)('lock errors over HTTP on %s (rea
       expect(busy.headers['retry-after']).toBe(String(Math.max(1, Math.ceil(busy.body.retryAfterMs / 1000))));
 
       expect(logger.since(mark, 'error')).toEqual([]);
-      expect(logger.since(mark, 'debug')).toContainEqual({ level: 'debug', context: 'LockInterceptor', message: BUSY_MESSAGE(`order:${platform}-1`) });
+      expect(logger.since(mark, 'debug')).toContainEqual({ level: 'debug', context: 'LockInterceptor', message: BUSY_LOG(`order:${platform}-1`) });
     });
 
     it('Retry-After comes from how long the route holds the key, not from the 10 s lease', async () => {
@@ -166,7 +170,7 @@ describe.each(['express', 'fastify'] as const)('lock errors over HTTP on %s (rea
       });
       expect(busy.headers['retry-after']).toBe(String(Math.max(1, Math.ceil(busy.body.retryAfterMs / 1000))));
       expect(logger.since(mark, 'error')).toEqual([]);
-      expect(logger.since(mark, 'debug')).toContainEqual({ level: 'debug', context: 'LockErrorFilter', message: BUSY_MESSAGE(`payment:${platform}-1`) });
+      expect(logger.since(mark, 'debug')).toContainEqual({ level: 'debug', context: 'LockErrorFilter', message: BUSY_LOG(`payment:${platform}-1`) });
     });
 
     it('bad key: 400 naming the placeholder, not 500', async () => {

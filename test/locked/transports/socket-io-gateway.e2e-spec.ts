@@ -17,7 +17,11 @@ import { connectSocket, RecordingLogger, startHttpApp, type HttpTransportApp } f
 
 const gates = new Gates();
 const ACK_TIMEOUT_MS = 10_000;
+/** What the client is told: not the advice about the 'wait' option, which only the developer can set. */
 const BUSY_MESSAGE = (key: string) =>
+  `Lock on "${key}" not acquired: held by another owner. Retry later.`;
+/** What the log says (debug), the error's own message. */
+const BUSY_LOG = (key: string) =>
   `Lock on "${key}" not acquired: held by another owner. Retry later, or set the 'wait' option to queue for it.`;
 const BAD_KEY_MESSAGE = (template: string, placeholder: string) =>
   `Invalid lock key "${template}": placeholder ${placeholder} is undefined (missing from the call); ` +
@@ -114,7 +118,7 @@ describe('lock errors over a socket.io gateway (real socket.io client, real Redi
     expect((busy as { retryAfterMs: number }).retryAfterMs).toBeGreaterThan(0);
     expect(await exceptionEvents(1)).toEqual([expected]);
     expect(logger.since(mark, 'error')).toEqual([]);
-    expect(logger.since(mark, 'debug')).toContainEqual({ level: 'debug', context: 'LockInterceptor', message: BUSY_MESSAGE('ws-order:1') });
+    expect(logger.since(mark, 'debug')).toContainEqual({ level: 'debug', context: 'LockInterceptor', message: BUSY_LOG('ws-order:1') });
   });
 
   it("onBusy: 'skip' on a busy key: the handler does not run and the ack is answered with nothing (not left waiting)", async () => {
