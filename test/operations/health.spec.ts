@@ -53,6 +53,13 @@ describe('LockHealthIndicator', () => {
         ['nodes[2]', 'up'],
       ]);
       expect(two.nodes?.[1].message).toEqual(expect.any(String));
+      // Once the connection has tried again, the node's message names the cause an operator can act on, not only
+      // ioredis' "Reached the max retries per request limit" (an option the module sets).
+      await eventually(
+        async () => /ECONNREFUSED/.test((await health.isHealthy()).lock.nodes?.[1].message ?? ''),
+        5_000,
+        "the down node's message naming ECONNREFUSED",
+      );
 
       nodes[2].pause();
       try {

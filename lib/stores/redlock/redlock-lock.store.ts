@@ -510,7 +510,8 @@ export class RedlockLockStore implements LockStore {
           await node.ping(timeout);
           return { node: node.label, status: 'up', latencyMs: roundMs(performance.now() - startedAt) };
         } catch (error) {
-          return { node: node.label, status: 'down', message: errorMessage(error) };
+          // With the connection's last error (connect ECONNREFUSED …) when the failure itself is ioredis' retry limit.
+          return { node: node.label, status: 'down', message: node.describeFailure(error) };
         }
       }),
     );
@@ -724,10 +725,6 @@ function namesReaders(answers: readonly NodeAnswer<NodeAcquireReply>[]): boolean
 /** A node's refusal that is the caller's to fix, not the node's failure: foreign data, or a key held as another kind. */
 function isCallersMistake(error: unknown): boolean {
   return error instanceof InvalidLockKeyError || error instanceof LockOptionsError;
-}
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** Whether a node's answer says it recorded the writer's intent (refused, queued ahead of new readers). */
