@@ -1,9 +1,10 @@
 import { Subscription } from 'rxjs';
-import type { LockEvent } from '../../lib';
+import { type LockEvent, LockUnavailableError } from '../../lib';
 import { within } from '../support/deadlines';
 import { eventually } from '../support/eventually';
 import { connected, trackLockApps, uniqueKey } from '../support/lock-app';
 import { startRedis, type RedisProcess } from '../support/redis-server';
+import { waiterAsleep } from '../support/waiters';
 
 const TTL_MS = 900;
 
@@ -55,7 +56,7 @@ describe('LockService.events (redis store)', () => {
     expect(events.map((event) => event.type)).toEqual(['acquired', 'busy', 'busy', 'released', 'acquired', 'lost']);
   });
 
-  it('a lock lost inside withLock is reported lost once, and a lock held at shutdown once', async () => {
+  it('a lock lost inside withLock is reported lost once, a lock held at shutdown once, and its refused waiter as unavailable (shutting down)', async () => {
     const app = await apps.start({ redis: redis.url, instance: 'worker-2', ttl: TTL_MS });
     await connected(app.locks);
     const events: LockEvent[] = [];
@@ -66,10 +67,17 @@ describe('LockService.events (redis store)', () => {
       expect(lock.signal.aborted).toBe(true);
     });
     await app.locks.acquire(heldAtShutdown);
+    const waiter = app.locks.acquire(heldAtShutdown, { wait: 10_000 }).catch((error: unknown) => error);
+    await waiterAsleep(app.locks, heldAtShutdown);
     await app.close();
+    expect(await waiter).toBeInstanceOf(LockUnavailableError);
+    // The waiter refused by the shutdown: an 'unavailable' whose reason says why, to filter as the README says.
+    expect(events.filter((event) => event.type === 'unavailable')).toEqual([
+      expect.objectContaining({ keys: [heldAtShutdown], reason: expect.stringContaining('the application is shutting down') }),
+    ]);
     // Before: lost twice each (once when lost, once more when released), so lock.lost counted 2 and the
     // lock.held gauge went down by 2 for each.
-    expect(events.map((event) => `${event.type}:${event.keys.join(',')}`)).toEqual([
+    expect(events.filter((event) => event.type !== 'unavailable').map((event) => `${event.type}:${event.keys.join(',')}`)).toEqual([
       `acquired:${evicted}`,
       `lost:${evicted}`,
       `acquired:${heldAtShutdown}`,
