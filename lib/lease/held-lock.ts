@@ -98,17 +98,13 @@ export class HeldLock implements Lock {
   }
 
   /**
-   * `await using`: releases, and logs a release that fails (Redis unreachable) instead of throwing it. The block's
-   * own error or result stands, as with withLock: thrown here, the failure would replace a successful block's
-   * result, or wrap the block's own error in a SuppressedError. The lease, no longer renewed, expires on its own.
+   * `await using`: releases as withLock does, a failure (Redis unreachable) logged instead of thrown. The block's
+   * own error or result stands: thrown here, the failure would replace a successful block's result, or wrap the
+   * block's own error in a SuppressedError. The lease, no longer renewed, expires on its own. Every lease of a
+   * handle has the same owner (reentrancy never crosses services).
    */
-  async [asyncDispose](): Promise<void> {
-    try {
-      await this.release();
-    } catch (error) {
-      const { logger } = this.leases[this.leases.length - 1].owner;
-      logger.error(`Releasing the lock on ${this.keys.join(', ')} at the end of its block failed: ${(error as Error).message}`);
-    }
+  [asyncDispose](): Promise<void> {
+    return this.leases[this.leases.length - 1].owner.releaseQuietly(this);
   }
 
   /**

@@ -1,6 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import { LockLostError } from '../errors';
 import { MIN_TTL_MS } from '../lock.constants';
+import type { Lock } from '../lock.interface';
 import type { LockKeyNames, LockShape, LockStore } from '../stores/lock-store.interface';
 import type { RenewalScheduler, ScheduledTask } from './renewal-scheduler';
 
@@ -11,6 +12,8 @@ export interface LeaseHost {
   readonly logger: Logger;
   /** Called once when the lease ends (released or lost), so the host can forget it. */
   ended(lease: Lease): void;
+  /** Releases `lock`, logging a failure instead of throwing it (withLock's release; `await using`'s too). */
+  releaseQuietly(lock: Lock): Promise<void>;
 }
 
 export interface LeaseTerms {
@@ -137,8 +140,10 @@ export class Lease implements ScheduledTask {
   }
 
   private releaseInStore(): Promise<boolean> {
-    const wasHeld = this.state === 'held';
     if (this.state === 'released') return Promise.resolve(false);
+    // isHeld, not the state alone: a lease whose validity ran out before its timer fired (a blocked event loop,
+    // a release in the same turn) is lost now, reported once, and answered like any lost lease below.
+    const wasHeld = this.isHeld;
     // A lost lease already ended (host.ended ran when it was lost): it is only deleted in the store now, not
     // reported a second time (before: two 'lost' events, lock.lost counted twice, lock.held below zero).
     if (wasHeld) this.stop('released');
