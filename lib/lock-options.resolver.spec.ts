@@ -78,6 +78,20 @@ describe('resolveLockOptions', () => {
     expect((caught as Error).message).toContain(`'${option}'`);
   });
 
+  it('names a node given twice without its password', () => {
+    const error = (() => {
+      try {
+        resolveLockOptions({ nodes: ['redis://:s3cret@h:7001', 'redis://app:s3cret@h:7001/1', 'redis://h:7003'] });
+      } catch (caught) {
+        return caught as Error;
+      }
+      return undefined;
+    })();
+    expect(error).toBeInstanceOf(LockOptionsError);
+    expect(error?.message).toContain('redis://app:***@h:7001/1');
+    expect(error?.message).not.toContain('s3cret');
+  });
+
   it('accepts URLs, options and client instances, and Infinity for wait and maxHold', () => {
     const client = new Redis({ lazyConnect: true });
     expect(() => resolveLockOptions({ redis: 'redis://127.0.0.1:6380/0' })).not.toThrow();

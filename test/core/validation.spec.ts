@@ -104,9 +104,11 @@ describe.each(storeRows())('bad keys (%s store)', (_name, fixture) => {
     const beforeWarmUp = await scriptsRun();
     await (await locks.acquire(uniqueKey('warm-up'))).release();
     // Redlock decides at a quorum: wait until every server has run the warm-up's acquire and release (the
-    // servers are shared by the tests of this file, so count from before the warm-up).
+    // servers are shared by the tests of this file, so count from before the warm-up), and on Redlock the
+    // question which server each node is, asked once per store from its first acquisition (DistinctServers).
+    const warmUpScripts = store.servers.length > 1 ? 3 : 2;
     await eventually(
-      async () => (await scriptsRun()).every((count, i) => count >= beforeWarmUp[i] + 2),
+      async () => (await scriptsRun()).every((count, i) => count >= beforeWarmUp[i] + warmUpScripts),
       5_000,
       'every server ran the warm-up',
     );

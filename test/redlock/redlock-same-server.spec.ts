@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
-import { type LockModuleOptions, LockOptionsError, type LockService } from '../../lib';
+import { Logger } from '@nestjs/common';
+import { LockHealthIndicator, type LockModuleOptions, LockOptionsError, type LockService } from '../../lib';
+import { abortedAt, within } from '../support/deadlines';
 import { rejectionOf } from '../core/helpers/timing';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { startRedis, startRedisServers, type RedisProcess } from '../support/redis-server';
@@ -56,14 +58,48 @@ describe('Redlock nodes that are one server under two names', () => {
     ],
   ];
 
-  it.each(twoNames)('%s: accepted at bootstrap, then every acquisition is a LockOptionsError naming both nodes', async (_label, nodes) => {
-    const { locks } = await apps.start({ nodes: nodes(), ttl: 2_000 });
-    const error = await refusal(locks, 3_000);
-    expect(error).toBeInstanceOf(LockOptionsError);
-    expect(error?.option).toBe('nodes[1]');
-    expect(error?.message).toContain('nodes[0] reaches the same one');
-    // From then on, at once: no grant counts that server twice again.
-    expect(await rejectionOf(locks.tryAcquire(uniqueKey('after')))).toBe(error);
+  it.each(twoNames)(
+    '%s: accepted at bootstrap, then every acquisition is a LockOptionsError naming both nodes, logged once; leases end, health is down',
+    async (_label, nodes) => {
+      const errors = vi.spyOn(Logger.prototype, 'error');
+      try {
+        const app = await apps.start({ nodes: nodes(), ttl: 1_500 });
+        const { locks } = app;
+        // Granted before the check could answer (the unprotected first round trip), or refused at once.
+        const early = await locks.acquire(uniqueKey('early')).catch(() => undefined);
+        const error = await refusal(locks, 3_000);
+        expect(error).toBeInstanceOf(LockOptionsError);
+        expect(error?.option).toBe('nodes[1]');
+        expect(error?.message).toContain('nodes[0] reaches the same one');
+        // From then on, at once: no grant counts that server twice again.
+        expect(await rejectionOf(locks.tryAcquire(uniqueKey('after')))).toMatchObject({ option: 'nodes[1]', message: error?.message });
+        expect(errors.mock.calls.filter(([message]) => String(message).includes('reaches the same one'))).toHaveLength(1);
+        // A lease that may stand on a vote counted twice is not renewed: its holder learns it lost the lock.
+        if (early) await within(abortedAt(early.signal), 3_000, 'the early lease lost');
+        const health = await app.module.get(LockHealthIndicator).isHealthy();
+        expect(health.lock).toMatchObject({ status: 'down', message: expect.stringContaining('reaches the same one') });
+      } finally {
+        errors.mockRestore();
+      }
+    },
+  );
+
+  it('a node whose user may not run INFO is left out of the check, said once; its locks work', async () => {
+    const third = await startRedisServers(1);
+    await other.command('ACL', 'SETUSER', 'locker', 'on', '>locker-pw', '~*', '&*', '+@all', '-info');
+    const warnings = vi.spyOn(Logger.prototype, 'warn');
+    try {
+      const restricted = other.url.replace('redis://', 'redis://locker:locker-pw@');
+      const { locks } = await apps.start({ nodes: [shared.url, restricted, third[0].url], ttl: 2_000 });
+      expect(await refusal(locks, 500)).toBeUndefined();
+      const leftOut = warnings.mock.calls.filter(([message]) => String(message).startsWith('Cannot tell which Redis server nodes[1] is'));
+      expect(leftOut).toHaveLength(1);
+      expect(String(leftOut[0][0])).toContain("can't run this command");
+    } finally {
+      warnings.mockRestore();
+      await other.command('ACL', 'DELUSER', 'locker');
+      await Promise.all(third.map((server) => server.stop()));
+    }
   });
 
   it('three servers of their own are never refused', async () => {

@@ -1,5 +1,7 @@
+import { Logger } from '@nestjs/common';
 import { LockOptionsError } from '../../errors';
 import type { RedlockNode } from '../../lock-options.interface';
+import { redactedConnection } from '../shared/redacted-connection';
 
 /** What the check needs of a Redlock node: its place in `nodes`, and the identity of the server behind it. */
 export interface IdentifiableNode {
@@ -8,24 +10,31 @@ export interface IdentifiableNode {
   serverId(timeoutMs: number): Promise<string>;
 }
 
-/** How soon nodes that could not be identified (down, or INFO refused by an ACL) are asked again, in ms. */
+/** How soon nodes that did not answer (down, paused, timed out) are asked again, in ms. */
 const RETRY_MS = 5_000;
+
+/** A Redis error reply (`NOPERM …`, `ERR …`): the server answered, and will answer the same again. */
+const ERROR_REPLY = /^[A-Z]+ /;
 
 /**
  * Redlock counts each node's vote, so its nodes must be independent servers. The options check at bootstrap
  * finds the same URL, host and port, or client given twice, but not two names for one server (`localhost`
  * and `127.0.0.1`, a DNS alias) nor two clients of one server: with those, one server's grant counts twice and
  * a lock can be granted to two callers at once. So each node is asked once which server it reaches (its
- * run_id), in the background from the first acquisition on (no round trip added to it); once two nodes name
- * the same server, every acquisition is refused with a LockOptionsError naming both.
+ * run_id), in the background from the first acquisition on (no round trip added to it). Once two nodes name
+ * the same server the store refuses every acquisition and renewal (see RedlockLockStore) and the error is
+ * logged once. A node that refuses the question (INFO denied by an ACL, a proxy) is left out of the check,
+ * logged once; one that does not answer is asked again later.
  */
 export class DistinctServers {
-  private readonly ids: (string | undefined)[];
-  private unidentified: number;
+  private readonly logger = new Logger('LockModule');
+  /** Per node: its run_id; null once it refused to say (left out); undefined while not known yet. */
+  private readonly ids: (string | null | undefined)[];
+  private unknown: number;
   private checking = false;
   private nextCheckAt = 0;
-  /** The misconfiguration found, refused from then on; undefined while none is known. */
-  failure: LockOptionsError | undefined;
+  /** The two nodes found to be one server, once found. */
+  private match: { readonly earlier: number; readonly later: number; readonly id: string } | undefined;
 
   constructor(
     private readonly nodes: readonly IdentifiableNode[],
@@ -33,48 +42,70 @@ export class DistinctServers {
   ) {
     this.ids = nodes.map(() => undefined);
     // One node has nothing to be confused with.
-    this.unidentified = nodes.length > 1 ? nodes.length : 0;
+    this.unknown = nodes.length > 1 ? nodes.length : 0;
   }
 
-  /** Every node identified, each a server of its own (or one node: nothing to check): the hot path's one test. */
+  /** Every node asked and none shared: the hot path's one test. */
   get verified(): boolean {
-    return this.unidentified === 0 && this.failure === undefined;
+    return this.unknown === 0 && this.match === undefined;
   }
 
-  /** Asks the nodes not identified yet, unless a check is under way or the last one was too recent. */
-  check(timeoutMs: number): void {
-    if (this.unidentified === 0 || this.checking || performance.now() < this.nextCheckAt) return;
-    this.checking = true;
-    const asked = this.nodes.map((node, index) =>
-      this.ids[index] !== undefined
-        ? undefined
-        : node.serverId(timeoutMs).then((id) => {
-            if (id === '' || this.ids[index] !== undefined) return;
-            this.ids[index] = id;
-            this.unidentified--;
-          }),
+  /** Whether two nodes were found to be one server (then see failure()). */
+  get misconfigured(): boolean {
+    return this.match !== undefined;
+  }
+
+  /** A new error per call (its stack is the caller's), naming both nodes; undefined while none is known. */
+  failure(): LockOptionsError | undefined {
+    const match = this.match;
+    if (!match) return undefined;
+    return new LockOptionsError(
+      this.nodes[match.later].label,
+      redactedConnection(this.connections[match.later]),
+      `a Redis server that no other node reaches (${this.nodes[match.earlier].label} reaches the same one, run_id ` +
+        `${match.id.slice(0, 8)}…): Redlock needs independent masters, and this one's grants would count twice`,
     );
-    void Promise.allSettled(asked).then(() => {
+  }
+
+  /** Asks the nodes not known yet, unless a check is under way or the last one was too recent. */
+  check(timeoutMs: number): void {
+    if (this.unknown === 0 || this.checking || performance.now() < this.nextCheckAt) return;
+    this.checking = true;
+    const asked = this.nodes.map((node, index) => (this.ids[index] === undefined ? this.ask(node, index, timeoutMs) : undefined));
+    void Promise.all(asked).then(() => {
       this.checking = false;
       this.nextCheckAt = performance.now() + RETRY_MS;
-      this.failure ??= this.sameServer();
+      if (this.match) return;
+      this.match = this.sameServer();
+      const failure = this.failure();
+      if (failure) this.logger.error(`${failure.message} Every acquisition is refused until the nodes are fixed.`);
     });
   }
 
-  private sameServer(): LockOptionsError | undefined {
+  private async ask(node: IdentifiableNode, index: number, timeoutMs: number): Promise<void> {
+    let id: string | null;
+    try {
+      id = await node.serverId(timeoutMs);
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      // Down or slow: asked again later. An error reply is the server's answer, and would be the same again.
+      if (!ERROR_REPLY.test(message)) return;
+      this.logger.warn(`Cannot tell which Redis server ${node.label} is (${message}): it is left out of the check for two names of one server`);
+      id = null;
+    }
+    if (id === '') id = null;
+    if (this.ids[index] !== undefined) return;
+    this.ids[index] = id;
+    this.unknown--;
+  }
+
+  private sameServer(): DistinctServers['match'] {
     const first = new Map<string, number>();
     for (let index = 0; index < this.ids.length; index++) {
       const id = this.ids[index];
-      if (id === undefined) continue;
+      if (id === undefined || id === null) continue;
       const earlier = first.get(id);
-      if (earlier !== undefined) {
-        return new LockOptionsError(
-          this.nodes[index].label,
-          this.connections[index],
-          `a Redis server that no other node reaches (${this.nodes[earlier].label} reaches the same one, run_id ` +
-            `${id.slice(0, 8)}…): Redlock needs independent masters, and this one's grants would count twice`,
-        );
-      }
+      if (earlier !== undefined) return { earlier, later: index, id };
       first.set(id, index);
     }
     return undefined;

@@ -98,7 +98,8 @@ export class RedlockLockStore implements LockStore {
 
   async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     if (!this.servers.verified) {
-      if (this.servers.failure) throw this.servers.failure;
+      const failure = this.servers.failure();
+      if (failure) throw failure;
       this.servers.check(this.timeout(undefined));
     }
     if (!this.nodes.some((node) => node.failing)) return this.attempt(request);
@@ -361,6 +362,9 @@ export class RedlockLockStore implements LockStore {
   }
 
   async extend(request: AcquireRequest): Promise<number | null> {
+    // Two nodes are one server: a lease granted before that was found may stand on a vote counted twice, so
+    // none is renewed (its holder learns it lost the lock, as from any failed renewal).
+    if (this.servers.misconfigured) return null;
     const ttl = Math.max(1, Math.round(request.ttl));
     const timeout = this.timeout(ttl);
     const startedAt = performance.now();
@@ -445,6 +449,8 @@ export class RedlockLockStore implements LockStore {
   }
 
   async ping(): Promise<void> {
+    const failure = this.servers.failure();
+    if (failure) throw failure;
     const timeout = this.timeout(undefined);
     const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].ping(timeout));
     const verdict = await round.decide<Verdict>((answers) =>
@@ -516,6 +522,8 @@ export class RedlockLockStore implements LockStore {
       }),
     );
     const up = nodes.filter((node) => node.status === 'up').length;
+    const failure = this.servers.failure();
+    if (failure) return { up: false, quorum: this.quorum, nodes, message: failure.message };
     if (up >= this.quorum) return { up: true, quorum: this.quorum, nodes };
     return {
       up: false,
