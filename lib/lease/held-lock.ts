@@ -104,6 +104,8 @@ export class HeldLock implements Lock {
    * handle has the same owner (reentrancy never crosses services).
    */
   [asyncDispose](): Promise<void> {
+    // Released in the block already (release() is idempotent): nothing to do, and nothing to warn of.
+    if (this.released) return Promise.resolve();
     return this.leases[this.leases.length - 1].owner.releaseQuietly(this);
   }
 

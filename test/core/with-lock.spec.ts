@@ -52,6 +52,18 @@ describe.each(storeRows())('withLock outcome (%s store)', (_name, fixture) => {
     );
     expect(thrown).toBe(blockError);
     expect(await other.isLocked(key)).toBe(false);
+
+    // Released early in the block (release() is idempotent): the end of the block neither releases again nor warns.
+    const warnings = vi.spyOn(locks.logger, 'warn');
+    try {
+      await (async () => {
+        await using lock = await locks.acquire(key);
+        expect(await lock.release()).toBe(true);
+      })();
+      expect(warnings).not.toHaveBeenCalled();
+    } finally {
+      warnings.mockRestore();
+    }
   });
 
   it('a fn that is not a function is a LockOptionsError before anything is locked (no acquired event)', async () => {

@@ -8,7 +8,7 @@ import { kindConflict, recordOf, shapeFromRecord } from '../shared/kind-conflict
 import { CommandTimeoutError, type Expirable, expireAfter, withTimeout } from '../shared/with-timeout';
 import { withdrawalMessage } from '../shared/withdrawal-message';
 import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, HANDOVER_SCRIPT, RAISE_FENCES_SCRIPT, RELEASE_SCRIPT, UNDO_SCRIPT } from './lock-scripts';
-import { FORCE_RELEASE_SCRIPT, INSPECT_SCRIPT, SERVER_ID_SCRIPT } from './operator-scripts';
+import { FORCE_RELEASE_SCRIPT, INSPECT_SCRIPT } from './operator-scripts';
 import {
   PERMIT_ACQUIRE_SCRIPT,
   PERMIT_EXTEND_SCRIPT,
@@ -18,6 +18,7 @@ import {
 } from './permit-scripts';
 import { WITHDRAW_SCRIPT, WRITE_ACQUIRE_SCRIPT } from './read-write-scripts';
 import { ReplicasNotAcknowledgedError } from './replicas-not-acknowledged.error';
+import { SERVER_ID_SCRIPT } from './server-id-script';
 
 /** The scripts, with their SHA; the names are what ioredis registers them as (namespaced, see LockScript). */
 const ACQUIRE = lockScript('nestLockAcquire', ACQUIRE_SCRIPT);
@@ -35,7 +36,7 @@ const PERMIT_UNDO = lockScript('nestLockPermitUndo', PERMIT_UNDO_SCRIPT);
 const PERMIT_RAISE_FENCE = lockScript('nestLockPermitRaiseFence', PERMIT_RAISE_FENCE_SCRIPT);
 const WRITE_ACQUIRE = lockScript('nestLockWriteAcquire', WRITE_ACQUIRE_SCRIPT);
 const WITHDRAW = lockScript('nestLockWithdraw', WITHDRAW_SCRIPT);
-/** Not registered with lockScript(): asked once per node, never part of a batch (batchIndex 0 is never batched). */
+/** Not registered with lockScript(): asked of Redlock nodes only (DistinctServers), never in a batch (batchIndex 0 is never batched). */
 const SERVER_ID: LockScript = { name: 'nestLockServerId', lua: SERVER_ID_SCRIPT, sha: sha1(SERVER_ID_SCRIPT), batchIndex: 0 };
 
 /** Whether a shape is one holder among several (a semaphore's permit, a reader): the permit scripts. */

@@ -13,8 +13,11 @@ export interface IdentifiableNode {
 /** How soon nodes that did not answer (down, paused, timed out) are asked again, in ms. */
 const RETRY_MS = 5_000;
 
-/** A Redis error reply (`NOPERM …`, `ERR …`): the server answered, and will answer the same again. */
-const ERROR_REPLY = /^[A-Z]+ /;
+/**
+ * A refusal the server will repeat: INFO denied by an ACL (NOPERM, or a script's "can't run this command"), or
+ * unknown to it or to a proxy in front of it. Other errors (LOADING after a restart, BUSY, MASTERDOWN) pass.
+ */
+const REFUSED_FOR_GOOD = /NOPERM|can't run this command|unknown command|not allowed|unsupported/i;
 
 /**
  * Redlock counts each node's vote, so its nodes must be independent servers. The options check at bootstrap
@@ -24,7 +27,7 @@ const ERROR_REPLY = /^[A-Z]+ /;
  * run_id), in the background from the first acquisition on (no round trip added to it). Once two nodes name
  * the same server the store refuses every acquisition and renewal (see RedlockLockStore) and the error is
  * logged once. A node that refuses the question (INFO denied by an ACL, a proxy) is left out of the check,
- * logged once; one that does not answer is asked again later.
+ * logged once; one that does not answer is asked again at an acquisition at least 5 s later.
  */
 export class DistinctServers {
   private readonly logger = new Logger('LockModule');
@@ -88,8 +91,8 @@ export class DistinctServers {
       id = await node.serverId(timeoutMs);
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      // Down or slow: asked again later. An error reply is the server's answer, and would be the same again.
-      if (!ERROR_REPLY.test(message)) return;
+      // Down, slow or briefly refusing: asked again later. A refusal for good would only repeat.
+      if (!REFUSED_FOR_GOOD.test(message)) return;
       this.logger.warn(`Cannot tell which Redis server ${node.label} is (${message}): it is left out of the check for two names of one server`);
       id = null;
     }
