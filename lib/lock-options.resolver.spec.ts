@@ -78,7 +78,7 @@ describe('resolveLockOptions', () => {
     expect((caught as Error).message).toContain(`'${option}'`);
   });
 
-  it('names a node given twice without its password', () => {
+  it('names a connection URL without its password (a node given twice, a bad `redis`)', () => {
     const error = (() => {
       try {
         resolveLockOptions({ nodes: ['redis://:s3cret@h:7001', 'redis://app:s3cret@h:7001/1', 'redis://h:7003'] });
@@ -90,6 +90,8 @@ describe('resolveLockOptions', () => {
     expect(error).toBeInstanceOf(LockOptionsError);
     expect(error?.message).toContain('redis://app:***@h:7001/1');
     expect(error?.message).not.toContain('s3cret');
+    // Every option error prints a URL so: here a `redis` of the wrong scheme.
+    expect(() => resolveLockOptions({ redis: 'http://app:s3cret@h:7001' })).toThrow(/Invalid lock option 'redis': "http:\/\/app:\*\*\*@h:7001\/"/);
   });
 
   it('accepts URLs, options and client instances, and Infinity for wait and maxHold', () => {

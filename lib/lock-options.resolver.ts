@@ -3,7 +3,6 @@ import { LockOptionsError } from './errors';
 import { MIN_TTL_MS } from './lock.constants';
 import { isClusterClient, isLendableClient, isNodeRedisClient } from './stores/clients/client-shape';
 import type { LockShape } from './stores/lock-store.interface';
-import { redactedConnection } from './stores/shared/redacted-connection';
 import type {
   AcquireOptions,
   LockModuleOptions,
@@ -343,7 +342,7 @@ function checkDistinctNodes(nodes: readonly RedlockNode[]): void {
     if (first !== undefined) {
       throw new LockOptionsError(
         `nodes[${index}]`,
-        redactedConnection(node),
+        node,
         `a Redis server that no other node names (nodes[${first}] is the same one): Redlock needs independent masters`,
       );
     }

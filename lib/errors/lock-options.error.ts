@@ -1,4 +1,5 @@
 import { LockError } from './lock.error';
+import { redactedUrl } from './redacted-url';
 
 /** An option given to LockModule (or to one call) is not valid. Fails the application's bootstrap. */
 export class LockOptionsError extends LockError {
@@ -15,7 +16,8 @@ export class LockOptionsError extends LockError {
 }
 
 function show(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
+  // A connection URL is shown without its password: the message goes to logs.
+  if (typeof value === 'string') return JSON.stringify(redactedUrl(value));
   if (typeof value === 'number' || typeof value === 'boolean' || value === undefined || value === null) {
     return String(value);
   }

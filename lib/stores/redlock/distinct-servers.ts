@@ -1,7 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { LockOptionsError } from '../../errors';
 import type { RedlockNode } from '../../lock-options.interface';
-import { redactedConnection } from '../shared/redacted-connection';
 
 /** What the check needs of a Redlock node: its place in `nodes`, and the identity of the server behind it. */
 export interface IdentifiableNode {
@@ -64,7 +63,7 @@ export class DistinctServers {
     if (!match) return undefined;
     return new LockOptionsError(
       this.nodes[match.later].label,
-      redactedConnection(this.connections[match.later]),
+      this.connections[match.later],
       `a Redis server that no other node reaches (${this.nodes[match.earlier].label} reaches the same one, run_id ` +
         `${match.id.slice(0, 8)}…): Redlock needs independent masters, and this one's grants would count twice`,
     );
@@ -96,9 +95,8 @@ export class DistinctServers {
       this.logger.warn(`Cannot tell which Redis server ${node.label} is (${message}): it is left out of the check for two names of one server`);
       id = null;
     }
-    if (id === '') id = null;
-    if (this.ids[index] !== undefined) return;
-    this.ids[index] = id;
+    // Checks run one at a time (checking), so nothing else has set this node meanwhile.
+    this.ids[index] = id === '' ? null : id;
     this.unknown--;
   }
 
