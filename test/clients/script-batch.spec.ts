@@ -50,7 +50,7 @@ describe('script calls of one tick, batched (ioredis, a connection of the module
     server = await startRedis();
   });
   beforeEach(async () => {
-    client = createLockClient(server.url, 'batch test', logger);
+    client = createLockClient(server.url, 'batch test', logger, true);
     // Connected, the scripts sent, the server known to take batches: what a tick meets on a connection in use.
     await client.runScript(GET, [freshKey('warm-up')], []);
     expect(batchesOn(client)).toBe(true);
@@ -199,6 +199,45 @@ describe('script calls of one tick, batched (ioredis, a connection of the module
     }
     expect(await client.runScript(GET, [key], [], 5_000)).toBeNull();
   });
+  it("a tick's first call on an idle connection is written at once, not at the tick's end; behind an unanswered call, or on a Redlock node, it waits for the tick's end", async () => {
+    interface Socket {
+      readonly writableCorked: number;
+      readonly writableLength: number;
+    }
+    const socketOf = (lockClient: LockClient): Socket => (lockClient as unknown as { connection: { stream: Socket } }).connection.stream;
+    const first = client.runScript(SET, [freshKey('idle')], ['first']);
+    // Nothing was in flight: handed to the kernel now (nothing left in the socket's buffer), not held in a cork.
+    const afterFirst = { ...pick(socketOf(client)) };
+    const later = [client.runScript(SET, [freshKey('idle')], ['second']), client.runScript(SET, [freshKey('idle')], ['third'])];
+    expect(await Promise.all([first, ...later])).toEqual(['first', 'second', 'third']);
+    expect(afterFirst).toEqual({ writableCorked: 0, writableLength: 0 });
+
+    // A tick whose first call finds another still unanswered: corked, to go out with the tick's later calls.
+    const unanswered = client.runScript(SET, [freshKey('busy')], ['unanswered']);
+    // The tick ends; no reply can be read before the event loop polls again.
+    await new Promise<void>((resolve) => process.nextTick(resolve));
+    const next = client.runScript(SET, [freshKey('busy')], ['next']);
+    const behindUnanswered = pick(socketOf(client));
+    expect(await Promise.all([unanswered, next])).toEqual(['unanswered', 'next']);
+    expect(behindUnanswered.writableCorked).toBe(1);
+    expect(behindUnanswered.writableLength).toBeGreaterThan(0);
+
+    const redlockNode = createLockClient(server.url, 'redlock node', logger, false);
+    try {
+      await redlockNode.runScript(GET, [freshKey('warm-up')], []);
+      const alone = redlockNode.runScript(SET, [freshKey('node')], ['alone']);
+      const onNode = pick(socketOf(redlockNode));
+      expect(await alone).toBe('alone');
+      expect(onNode.writableCorked).toBe(1);
+      expect(onNode.writableLength).toBeGreaterThan(0);
+    } finally {
+      await redlockNode.close();
+    }
+
+    function pick(socket: Socket): Socket {
+      return { writableCorked: socket.writableCorked, writableLength: socket.writableLength };
+    }
+  });
 });
 
 /** A Redis in cluster mode holding every slot: it refuses a script whose keys span slots (CROSSSLOT). */
@@ -218,7 +257,7 @@ async function toldNoBatches(client: LockClient): Promise<void> {
 describe('where batches do not fit', () => {
   it('a Redis in cluster mode, reached by a plain client: no batches (keys of many slots), every call on its own', async () => {
     const node = await startClusterModeNode();
-    const client = createLockClient(node.url, 'cluster-mode node', logger);
+    const client = createLockClient(node.url, 'cluster-mode node', logger, true);
     try {
       await toldNoBatches(client);
       // {a}, {b} and {c} hash to three slots: one batch of them would be refused (CROSSSLOT).
@@ -238,7 +277,7 @@ describe('where batches do not fit', () => {
     const node = await startClusterModeNode();
     const warnings: string[] = [];
     const warning = vi.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
-    const client = createLockClient(node.url, 'sharding server', logger);
+    const client = createLockClient(node.url, 'sharding server', logger, true);
     try {
       await toldNoBatches(client);
       // A server that said it was a standalone Redis but shards after all (a proxy): told here by hand.
@@ -263,7 +302,7 @@ describe('where batches do not fit', () => {
 
   it('a read-only replica (a master demoted by a failover): every write, batched or alone, fails with READONLY and writes nothing', async () => {
     const replicated = await startMasterWithReplica();
-    const client = createLockClient({ host: replicated.replica.host, port: replicated.replica.port }, 'demoted master', logger);
+    const client = createLockClient({ host: replicated.replica.host, port: replicated.replica.port }, 'demoted master', logger, true);
     try {
       await client.runScript(GET, ['warm-up'], []);
       expect(batchesOn(client)).toBe(true);
@@ -282,7 +321,7 @@ describe('where batches do not fit', () => {
 
   it('no ready check (enableReadyCheck: false): the server is not known to be a standalone Redis, so no batches', async () => {
     const server = await startRedis();
-    const client = createLockClient({ host: server.host, port: server.port, enableReadyCheck: false }, 'no ready check', logger);
+    const client = createLockClient({ host: server.host, port: server.port, enableReadyCheck: false }, 'no ready check', logger, true);
     try {
       await client.runScript(GET, ['warm-up'], []);
       expect(batchesOn(client)).toBe(false);
@@ -299,7 +338,7 @@ describe('where batches do not fit', () => {
 
   it('a connection that drops sends no batches until the ready check of the next one says so', async () => {
     const server = await startRedis();
-    const client = createLockClient(server.url, 'dropped', logger);
+    const client = createLockClient(server.url, 'dropped', logger, true);
     try {
       await client.runScript(GET, ['warm-up'], []);
       expect(batchesOn(client)).toBe(true);

@@ -14,7 +14,13 @@ import { NodeRedisLockClient, duplicateNodeRedis } from './node-redis.lock-clien
  *   lent client itself is only ever duplicated: never used for a command, never closed.
  * The caller closes the returned client (and any duplicate made of it).
  */
-export function createLockClient(connection: string | RedisOptions | object, label: string, logger: Logger): LockClient {
+export function createLockClient(
+  connection: string | RedisOptions | object,
+  label: string,
+  logger: Logger,
+  /** True for one deployment's connection, false for a Redlock node's (see IoredisLockClient's coalesceWrites). */
+  writeFirstWhenIdle: boolean,
+): LockClient {
   if (isIoredisClient(connection)) {
     const prefix = lentKeyPrefix(connection);
     if (prefix !== undefined) {
@@ -23,10 +29,10 @@ export function createLockClient(connection: string | RedisOptions | object, lab
           'names them, the same in every process); to keep it, put it in LockModule\'s keyPrefix',
       );
     }
-    return new IoredisLockClient(duplicateIoredis(connection, false), label, logger);
+    return new IoredisLockClient(duplicateIoredis(connection, false), label, logger, writeFirstWhenIdle);
   }
   if (isNodeRedisClient(connection)) return new NodeRedisLockClient(duplicateNodeRedis(connection), label, logger);
-  return new IoredisLockClient(createIoredis(connection as string | RedisOptions), label, logger);
+  return new IoredisLockClient(createIoredis(connection as string | RedisOptions), label, logger, writeFirstWhenIdle);
 }
 
 function createIoredis(connection: string | RedisOptions): Redis {

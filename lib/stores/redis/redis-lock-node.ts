@@ -157,7 +157,7 @@ export class RedisLockNode {
     /** A Redlock node's stride for permit fences (see PERMIT_ACQUIRE_SCRIPT): none on one Redis. */
     private readonly permitFenceStride?: PermitFenceStride,
   ) {
-    this.client = createLockClient(connection, label, this.logger);
+    this.client = createLockClient(connection, label, this.logger, !quorumMember);
   }
 
   get isCluster(): boolean {
