@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import { LockLostError } from '../errors';
+import { LockLostError, LockOptionsError } from '../errors';
 import { MIN_TTL_MS } from '../lock.constants';
 import type { Lock } from '../lock.interface';
 import type { LockKeyNames, LockShape, LockStore } from '../stores/lock-store.interface';
@@ -118,7 +118,13 @@ export class Lease implements ScheduledTask {
   async extend(ttl: number): Promise<void> {
     if (this.state !== 'held') throw this.lostReason ?? new LockLostError(this.keys, 'it was already released');
     const sequence = ++this.extensionsSent;
-    const validUntil = await this.host.store.extend({ keys: this.terms.names, token: this.terms.value, ttl, shape: this.terms.shape });
+    let validUntil: number | null;
+    try {
+      validUntil = await this.host.store.extend({ keys: this.terms.names, token: this.terms.value, ttl, shape: this.terms.shape });
+    } catch (error) {
+      if (error instanceof LockOptionsError) throw this.refused(error);
+      throw error;
+    }
     if (validUntil === null) {
       const lost = this.lose('the lease had expired or was taken when extending');
       throw lost;
@@ -203,6 +209,10 @@ export class Lease implements ScheduledTask {
     } catch (error) {
       this.renewing = false;
       if (this.state !== 'held') return;
+      if (error instanceof LockOptionsError) {
+        this.refused(error);
+        return;
+      }
       // Unreachable for now: keep the validity we have and try again soon; the deadline decides.
       this.host.logger.warn(`Renewing the lock on ${this.keys.join(', ')} failed: ${(error as Error).message}`);
       this.renewAt = performance.now() + Math.min(this.terms.ttl / 10, 200);
@@ -244,6 +254,14 @@ export class Lease implements ScheduledTask {
     if (this.state !== 'held') return;
     const renewAt = this.renewable() && !this.renewing ? this.renewAt : Infinity;
     this.host.scheduler.schedule(this, Math.min(this.validUntil, renewAt));
+  }
+
+  /**
+   * The store refuses every renewal for good (a Redlock whose nodes turned out to be one server): no retry
+   * could succeed, and the holder is told why instead of a generic "gone when renewing".
+   */
+  private refused(error: LockOptionsError): LockLostError {
+    return this.lose(`its renewal was refused: ${error.message}`);
   }
 
   private lose(reason: string): LockLostError {

@@ -137,7 +137,11 @@ export interface LockStore {
    * it, and a later release of the same token would not be counted as a new one.
    */
   acquire(request: AcquireRequest): Promise<AcquireOutcome>;
-  /** Renews every key if all are still held with `token` (as `shape`): the new validUntil, or null when not held. */
+  /**
+   * Renews every key if all are still held with `token` (as `shape`): the new validUntil, or null when not held.
+   * Rejects with LockUnavailableError when the store cannot answer, and with LockOptionsError when it refuses
+   * every renewal for good (Redlock nodes found to be one server): the lease is then lost, with that reason.
+   */
   extend(request: AcquireRequest): Promise<number | null>;
   /**
    * Compare-and-delete of every key; true when all were still held with `token`. With `holdFor` > 0

@@ -76,7 +76,12 @@ describe('Redlock nodes that are one server under two names', () => {
         expect(await rejectionOf(locks.tryAcquire(uniqueKey('after')))).toMatchObject({ option: 'nodes[1]', message: error?.message });
         expect(errors.mock.calls.filter(([message]) => String(message).includes('reaches the same one'))).toHaveLength(1);
         // A lease that may stand on a vote counted twice is not renewed: its holder learns it lost the lock.
-        if (early) await within(abortedAt(early.signal), 3_000, 'the early lease lost');
+        // Told why, not "gone when renewing it"; an explicit extend says the same.
+        if (early) {
+          await within(abortedAt(early.signal), 3_000, 'the early lease lost');
+          expect(String((early.signal.reason as Error).message)).toMatch(/its renewal was refused: .*nodes\[0\] reaches the same one/);
+          expect(await rejectionOf(early.extend())).toMatchObject({ name: 'LockLostError', message: expect.stringContaining('reaches the same one') });
+        }
         const health = await app.module.get(LockHealthIndicator).isHealthy();
         expect(health.lock).toMatchObject({ status: 'down', message: expect.stringContaining('reaches the same one') });
       } finally {

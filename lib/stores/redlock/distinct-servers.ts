@@ -52,11 +52,6 @@ export class DistinctServers {
     return this.unknown === 0 && this.match === undefined;
   }
 
-  /** Whether two nodes were found to be one server (then see failure()). */
-  get misconfigured(): boolean {
-    return this.match !== undefined;
-  }
-
   /** A new error per call (its stack is the caller's), naming both nodes; undefined while none is known. */
   failure(): LockOptionsError | undefined {
     const match = this.match;

@@ -363,8 +363,9 @@ export class RedlockLockStore implements LockStore {
 
   async extend(request: AcquireRequest): Promise<number | null> {
     // Two nodes are one server: a lease granted before that was found may stand on a vote counted twice, so
-    // none is renewed (its holder learns it lost the lock, as from any failed renewal).
-    if (this.servers.misconfigured) return null;
+    // none is renewed (its holder loses the lock, told why: see Lease).
+    const failure = this.servers.failure();
+    if (failure) throw failure;
     const ttl = Math.max(1, Math.round(request.ttl));
     const timeout = this.timeout(ttl);
     const startedAt = performance.now();
