@@ -417,6 +417,7 @@ export class LockService implements OnApplicationShutdown {
           throw new LockNotAcquiredError(keys, Math.max(0, outcome.retryAfter), now - startedAt, {
             wait: settings.wait,
             ...(shape?.kind === 'semaphore' ? { limit: shape.limit } : shape?.kind === 'read' ? { mode: 'read' } : {}),
+            ...(outcome.byReaders === true && shape?.kind !== 'read' ? { heldBy: 'readers' } : {}),
           });
         }
         if (!watch) {

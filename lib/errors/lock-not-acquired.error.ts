@@ -12,6 +12,8 @@ export interface LockNotAcquiredDetails {
   readonly limit?: number;
   /** `'read'` for a reader, which only a writer (holding the key, or first in line for it) turns away; absent for a writer. */
   readonly mode?: 'read';
+  /** `'readers'` for a writer that readers (of a read-write lock) turned away; absent when a writer holds the key, or unknown. */
+  readonly heldBy?: 'readers';
 }
 
 /** The keys were still held by someone else when the `wait` budget ran out. */
@@ -50,7 +52,8 @@ export class LockNotAcquiredError extends LockError {
 
 /**
  * The message says who holds the keys in the words of what was asked: a mutex (or a writer) finds another
- * owner, a semaphore call finds all its permits taken, a reader finds a writer. A one-attempt call says
+ * owner, or readers when they turned a writer away; a semaphore call finds all its permits taken, a reader
+ * finds a writer. A one-attempt call says
  * so plainly; a call that waited says for how long. Returned as [what happened, advice to the developer].
  */
 function busyMessage(keys: readonly string[], waitedMs: number, details: LockNotAcquiredDetails): [string, string] {
@@ -61,7 +64,9 @@ function busyMessage(keys: readonly string[], waitedMs: number, details: LockNot
     ? [`${permits} are taken`, `${permits} were still taken`]
     : details.mode === 'read'
       ? ['held or claimed by a writer', 'still held or claimed by a writer']
-      : ['held by another owner', 'still held by another owner'];
+      : details.heldBy === 'readers'
+        ? ['held by readers', 'still held by readers']
+        : ['held by another owner', 'still held by another owner'];
   return details.wait === 0
     ? [`${what}: ${now}.`, "Retry later, or set the 'wait' option to queue for it."]
     : [`${what}: ${still} after waiting ${Math.round(details.wait ?? waitedMs)} ms.`, "Retry later or raise the 'wait' option."];

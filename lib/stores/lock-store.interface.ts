@@ -86,6 +86,11 @@ export type AcquireOutcome =
        * earlier one, or a minority leftover), so it freed nothing for it (see releasedSince).
        */
       readonly refusedBy?: readonly string[];
+      /**
+       * Refused by readers (a read-write lock's), not by a writer: every refusal that held the key named readers.
+       * Only for the caller's message ("held by readers"); absent when unknown or mixed.
+       */
+      readonly byReaders?: boolean;
     };
 
 /** A granted outcome: what an attempt, or a hand-over (see HandoverOffer), gives the waiter. */

@@ -216,7 +216,7 @@ describeEachStore('read-write lock (%s store)', (_name, fixture) => {
     expect(performance.now() - releasedAt).toBeLessThan(5_000);
   });
 
-  it("a reader's busy error says a writer holds or claims the key; a writer's that another owner holds it", async () => {
+  it("a reader's busy error says a writer holds or claims the key; a writer's that readers, or another owner, hold it", async () => {
     const [first, second] = await twoLockServices(store, apps);
     const key = uniqueKey('rw-busy');
     const writer = await first.acquire(key, { mode: 'write' });
@@ -230,9 +230,20 @@ describeEachStore('read-write lock (%s store)', (_name, fixture) => {
     const readers = await first.acquire(key, { mode: 'read' });
     const otherWriter = await rejectionOf(second.acquire(key, { mode: 'write', wait: 30 }));
     expect((otherWriter as Error).message).toBe(
-      `Lock on "${key}" not acquired: still held by another owner after waiting 30 ms. Retry later or raise the 'wait' option.`,
+      `Lock on "${key}" not acquired: still held by readers after waiting 30 ms. Retry later or raise the 'wait' option.`,
     );
+    expect((otherWriter as LockNotAcquiredError).details).toEqual({ wait: 30, heldBy: 'readers' });
+    const oneAttempt = await rejectionOf(second.acquire(key, { wait: 0 }));
+    expect((oneAttempt as Error).message).toBe(`Lock on "${key}" not acquired: held by readers. Retry later, or set the 'wait' option to queue for it.`);
     await readers.release();
+    // A writer turned away by a writer: another owner, as for a mutex.
+    const holder = await first.acquire(key, { mode: 'write' });
+    const behindWriter = await rejectionOf(second.acquire(key, { mode: 'write', wait: 0 }));
+    expect((behindWriter as Error).message).toBe(
+      `Lock on "${key}" not acquired: held by another owner. Retry later, or set the 'wait' option to queue for it.`,
+    );
+    expect((behindWriter as LockNotAcquiredError).details).toEqual({ wait: 0 });
+    await holder.release();
   });
 
   it("a crashed reader's lease is reclaimed after its ttl: a writer gets in then", async () => {

@@ -18,8 +18,9 @@ import { PERMIT_HELPERS } from './permit-scripts';
  * As ACQUIRE_SCRIPT for one key, where a set of readers may hold the key: expired readers are dropped
  * first (a key left with none is taken). Returns {1, fence} granted; {0, retryAfter, holder, queued} busy
  * (readers: ms until the last one's lease ends; a writer: its PTTL and value; queued 1 when this token's
- * intent is recorded, 0 when another writer's is, or on a final attempt), and when readers refused it and
- * were asked for {…, readers, count} (their values when there are at most 32 of them, else none, and how many there are);
+ * intent is recorded, 0 when another writer's is, or on a final attempt), and when readers refused it
+ * {…, readers, count}: their values when asked for (a Redlock node) and at most 32 of them, else none, and how
+ * many there are (so the caller is told readers hold the key);
  * {-3, record} the key is a semaphore; {-1} foreign data at the lock key; {-2} at the fence key.
  */
 export const WRITE_ACQUIRE_SCRIPT = `${PERMIT_HELPERS}
@@ -46,7 +47,7 @@ if redis.call('TYPE', lock).ok == 'zset' then
     local retryAfter = math.max(1, tonumber(last[2]) - now)
     -- Only a Redlock node asks for the readers (ARGV[4] '1'): its store tells readers that hold a quorum from
     -- partial grants being undone. Named when few (all of them, or none).
-    if ARGV[4] ~= '1' then return {0, retryAfter, '', intend()} end
+    if ARGV[4] ~= '1' then return {0, retryAfter, '', intend(), {}, count} end
     local readers = {}
     if count <= 32 then readers = redis.call('ZRANGE', lock, 0, -1) end
     return {0, retryAfter, '', intend(), readers, count}

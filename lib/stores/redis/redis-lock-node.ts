@@ -96,8 +96,8 @@ export type NodeAcquireReply =
       /** A writer blocked by readers whose intent is recorded on this node. */
       readonly queued?: boolean;
       /**
-       * A writer refused by readers: their values when few, UNNAMED_READERS when too many to name (see
-       * WRITE_ACQUIRE_SCRIPT); undefined when no readers refused it.
+       * A writer refused by readers: their values when few (a Redlock node asks for them), UNNAMED_READERS when
+       * too many to name or not asked for (see WRITE_ACQUIRE_SCRIPT); undefined when no readers refused it.
        */
       readonly readers?: readonly string[];
     };

@@ -57,7 +57,11 @@ export class RedisLockStore implements LockStore {
     }
     return sent.then(
       (reply): AcquireOutcome => {
-        if (!reply.acquired) return { acquired: false, retryAfter: reply.retryAfter, queued: reply.queued };
+        if (!reply.acquired) {
+          return reply.readers === undefined
+            ? { acquired: false, retryAfter: reply.retryAfter, queued: reply.queued }
+            : { acquired: false, retryAfter: reply.retryAfter, queued: reply.queued, byReaders: true };
+        }
         const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
         if (validUntil <= performance.now()) {
           // The answer came too late for the lease (a stalled event loop, a slow network): it may already

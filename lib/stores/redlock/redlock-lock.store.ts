@@ -218,6 +218,8 @@ export class RedlockLockStore implements LockStore {
     // them could hold any of them): otherwise "readers", unnamed, count as one holder, as before.
     const byReader = namesReaders(heard);
     let refusedByReaders = false;
+    /** Refusals by a holder other than readers (a writer, or unknown): the message then names no readers. */
+    let refusedOtherwise = false;
     for (const answer of heard) {
       if (!answer.ok && isCallersMistake(answer.error)) {
         busy.push(-1);
@@ -229,6 +231,7 @@ export class RedlockLockStore implements LockStore {
         // Refused by readers it names: each reader counts as a holder of this node (a partial reader grant holds
         // no quorum, and its undo is announced to nobody).
         const readers = byReader ? answer.value.readers : undefined;
+        if (answer.value.readers === undefined) refusedOtherwise = true;
         if (readers) {
           refusedByReaders = true;
           for (const reader of readers) holders.set(READER + reader, (holders.get(READER + reader) ?? 0) + 1);
@@ -276,7 +279,10 @@ export class RedlockLockStore implements LockStore {
     // A quorum holds the key: only a release of a grant that refused this attempt can free it for the waiter
     // (see AcquireOutcome.refusedBy), when every refusal named its grant.
     const refusedBy = mistakes.length === 0 && !holders.has('') && !refusedByReaders ? [...holders.keys()] : undefined;
-    return { acquired: false, retryAfter: this.retryAfter(busy, failed, quorum), queued, refusedBy };
+    const retryAfter = this.retryAfter(busy, failed, quorum);
+    return !refusedOtherwise && busy.length > 0 && shape?.kind !== 'read'
+      ? { acquired: false, retryAfter, queued, refusedBy, byReaders: true }
+      : { acquired: false, retryAfter, queued, refusedBy };
   }
 
   /**
