@@ -261,11 +261,12 @@ export class Lease implements ScheduledTask {
    * could succeed, and the holder is told why instead of a generic "gone when renewing".
    */
   private refused(error: LockOptionsError): LockLostError {
-    return this.lose(`its renewal was refused: ${error.message}`);
+    // LockLostError ends the reason with its own period.
+    return this.lose(`its renewal was refused: ${error.message.replace(/\.$/, '')}`, error);
   }
 
-  private lose(reason: string): LockLostError {
-    const lost = new LockLostError(this.keys, reason);
+  private lose(reason: string, cause?: Error): LockLostError {
+    const lost = new LockLostError(this.keys, reason, cause ? { cause } : undefined);
     if (this.state !== 'held') return lost;
     this.lostReason = lost;
     this.lostWhy = reason;

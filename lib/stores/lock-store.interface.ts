@@ -144,8 +144,9 @@ export interface LockStore {
   acquire(request: AcquireRequest): Promise<AcquireOutcome>;
   /**
    * Renews every key if all are still held with `token` (as `shape`): the new validUntil, or null when not held.
-   * Rejects with LockUnavailableError when the store cannot answer, and with LockOptionsError when it refuses
-   * every renewal for good (Redlock nodes found to be one server): the lease is then lost, with that reason.
+   * Rejects with LockUnavailableError when the store cannot answer (a lease retries until its validity ends),
+   * and with LockOptionsError when it refuses every renewal for good (Redlock nodes found to be one server):
+   * the lease is then lost at once, with that reason.
    */
   extend(request: AcquireRequest): Promise<number | null>;
   /**

@@ -75,7 +75,7 @@ export class DistinctServers {
       if (this.match) return;
       this.match = this.sameServer();
       const failure = this.failure();
-      if (failure) this.logger.error(`${failure.message} Every acquisition is refused until the nodes are fixed.`);
+      if (failure) this.logger.error(`${failure.message} Every acquisition and renewal is refused until the nodes are fixed.`);
     });
   }
 
