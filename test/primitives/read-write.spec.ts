@@ -244,6 +244,15 @@ describeEachStore('read-write lock (%s store)', (_name, fixture) => {
     );
     expect((behindWriter as LockNotAcquiredError).details).toEqual({ wait: 0 });
     await holder.release();
+    // Several keys, readers on one and a writer on the other: never "held by readers", whatever the order.
+    const [readKey, writeKey] = [uniqueKey('rw-busy-read'), uniqueKey('rw-busy-write')];
+    const reader2 = await first.acquire(readKey, { mode: 'read' });
+    const writer2 = await first.acquire(writeKey);
+    for (const keys of [[readKey, writeKey], [writeKey, readKey]]) {
+      const both = await rejectionOf(second.acquire(keys, { wait: 0 }));
+      expect((both as LockNotAcquiredError).details).toEqual({ wait: 0 });
+    }
+    await Promise.all([reader2.release(), writer2.release()]);
   });
 
   it("a crashed reader's lease is reclaimed after its ttl: a writer gets in then", async () => {

@@ -64,7 +64,10 @@ export class MemoryLockStore implements LockStore {
         // Readers hold it: a single-key writer records its intent, so new readers queue behind it.
         const latest = Math.max(...[...set.holders.values()].map((holder) => holder.expiresAt));
         const queued = request.keys.length === 1 && !request.final && this.intend(key, request, now);
-        return { acquired: false, retryAfter: Math.ceil(Math.min(latest - now, queued ? request.ttl / 3 : Infinity)), queued, byReaders: true };
+        const retryAfter = Math.ceil(Math.min(latest - now, queued ? request.ttl / 3 : Infinity));
+        // Said of one key only, as the Redis stores do: a writer of several keys stops at the first busy one, and
+        // a writer may hold the others.
+        return request.keys.length === 1 ? { acquired: false, retryAfter, queued, byReaders: true } : { acquired: false, retryAfter, queued };
       }
     }
     const fences = request.keys.map((key) => {

@@ -388,7 +388,8 @@ export class RedisLockNode {
     if (status === 0) {
       const refused = { acquired: false, retryAfter: Number(reply[1]), holder: String(reply[2] ?? ''), queued: Number(reply[3]) === 1 } as const;
       if (reply[5] === undefined || reply[5] === null) return refused;
-      // Refused by readers: named when at most 32 of them (see WRITE_ACQUIRE_SCRIPT), else only counted.
+      // Refused by readers: named when asked for (a Redlock node) and at most 32 of them (see WRITE_ACQUIRE_SCRIPT),
+      // else only counted.
       const named = Array.isArray(reply[4]) && reply[4].length > 0;
       return named ? { ...refused, readers: (reply[4] as unknown[]).map(String) } : { ...refused, readers: UNNAMED_READERS };
     }
