@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import Redis from 'ioredis';
 import Valkey from 'iovalkey';
 import { createClient, createCluster } from 'redis';
@@ -92,6 +93,37 @@ describe('resolveLockOptions', () => {
     expect(error?.message).not.toContain('s3cret');
     // Every option error prints a URL so: here a `redis` of the wrong scheme.
     expect(() => resolveLockOptions({ redis: 'http://app:s3cret@h:7001' })).toThrow(/Invalid lock option 'redis': "http:\/\/app:\*\*\*@h:7001\/"/);
+  });
+
+  it.each<[string, LockModuleOptions]>([
+    ['a URL of the wrong scheme', { redis: 'http://:s3cret@127.0.0.1:6401' }],
+    ['a node given twice', { nodes: ['redis://:s3cret@127.0.0.1:6401', 'redis://:s3cret@127.0.0.1:6401/0', 'redis://h:3'] }],
+    ['options with a password given twice', { nodes: [{ host: 'h', port: 1, password: 's3cret' }, { host: 'h', port: 1, password: 's3cret' }, 'redis://g:1'] }],
+    ['redis and nodes together', { redis: 'redis://h:1', nodes: ['redis://:s3cret@g:2'] }],
+    ["a password with an unencoded '#'", { redis: 'redis://default:s3cr#t@127.0.0.1:6401' }],
+    ['a port above 65535', { redis: 'redis://:s3cret@127.0.0.1:99999' }],
+  ])('%s: the error, printed whole as a log prints it, shows no password (trial 6)', (_case, options) => {
+    let caught: unknown;
+    try {
+      resolveLockOptions(options);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(LockOptionsError);
+    // Nest's bootstrap handler prints the error with util.inspect: its own properties, not only the message.
+    expect(inspect(caught, { depth: 5 })).not.toMatch(/s3cr/);
+    expect(JSON.stringify(caught)).not.toMatch(/s3cr/);
+    // The value as given is still there for code that handles the error.
+    expect((caught as LockOptionsError).value).toBeDefined();
+  });
+
+  it("a redis:// URL that does not parse is a LockOptionsError naming the option, not ioredis' TypeError (trial 6)", () => {
+    expect(() => resolveLockOptions({ redis: 'redis://default:s3cr#t@127.0.0.1:6401' })).toThrow(
+      /^Invalid lock option 'redis': "redis:\/\/default:\*\*\*@127\.0\.0\.1:6401"\. Expected a URL that parses: in a password, '#'/,
+    );
+    expect(() => resolveLockOptions({ nodes: ['redis://a:1', 'redis://:x@b:99999', 'redis://c:1'] })).toThrow(/Invalid lock option 'nodes\[1\]': "redis:\/\/:\*\*\*@b:99999"/);
+    // Encoded, it is accepted.
+    expect(() => resolveLockOptions({ redis: `redis://default:${encodeURIComponent('s3cr#t')}@127.0.0.1:6401` })).not.toThrow();
   });
 
   it('accepts URLs, options and client instances, and Infinity for wait and maxHold', () => {

@@ -371,6 +371,15 @@ function checkConnection(option: string, value: unknown, clusterAllowed: boolean
     if (!/^(rediss?:\/\/|\/)/.test(value)) {
       throw new LockOptionsError(option, value, 'a redis:// or rediss:// URL, or a unix socket path');
     }
+    // ioredis would throw a bare TypeError for it, with the whole URL (password included) in its `input`.
+    if (!value.startsWith('/') && !URL.canParse(value)) {
+      throw new LockOptionsError(
+        option,
+        value,
+        "a URL that parses: in a password, '#', '@', '/', '?' and spaces are percent-encoded (encodeURIComponent), " +
+          'and a port is at most 65535',
+      );
+    }
     return;
   }
   if (isLendableClient(value)) {

@@ -3,15 +3,23 @@ import { redactedUrl } from './redacted-url';
 
 /** An option given to LockModule (or to one call) is not valid. Fails the application's bootstrap. */
 export class LockOptionsError extends LockError {
+  /**
+   * The value as given. Not enumerable: a logged error (Nest's bootstrap handler, util.inspect, JSON) prints its
+   * own enumerable properties, and this may be a URL or options object with a password; the message names it
+   * without one.
+   */
+  declare readonly value: unknown;
+
   constructor(
     readonly option: string,
-    readonly value: unknown,
+    value: unknown,
     /** What a valid value is, in words (the end of the message). */
     readonly expected: string,
     /** How the message names the value, when its printed form would not say it (an option left out). */
     shownAs?: string,
   ) {
     super(`Invalid lock option '${option}': ${shownAs ?? show(value)}. Expected ${expected}.`);
+    Object.defineProperty(this, 'value', { value, enumerable: false });
   }
 }
 
