@@ -144,12 +144,16 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
     }
   }
 
+  /**
+   * Options that need the module's (ttl, maxHold) or each other to be judged: the error names the method, as
+   * the decorator's own checks do (trial 6: 'minHold' alone, in an app of many @Locked methods).
+   */
   private checkOptions(metadata: LockedMetadata, label: string): void {
     try {
       resolveCallSettings(this.options, metadata.acquireOptions);
     } catch (error) {
-      this.logger.error(`@Locked on ${label} has an invalid option`);
-      throw error;
+      if (!(error instanceof LockOptionsError)) throw error;
+      throw new LockOptionsError(`${error.option} of ${label}`, error.value, error.expected);
     }
   }
 }

@@ -283,6 +283,29 @@ describe('@Locked checks at bootstrap', () => {
     );
   });
 
+  it('an option judged against the module or another option (minHold above maxHold, limit with mode) names the method', async () => {
+    @Injectable()
+    class HoldService {
+      @Locked('job:hold', { minHold: 5_000, maxHold: 1_000 })
+      async run() {
+        return 'ran';
+      }
+    }
+    await expect(startLockedApp(redis.url, { providers: [HoldService] })).rejects.toThrow(
+      /^Invalid lock option 'minHold of HoldService\.run': 5000\. Expected at most maxHold/,
+    );
+    @Injectable()
+    class MixService {
+      @Locked('job:mix', { limit: 2, mode: 'read' })
+      async run() {
+        return 'ran';
+      }
+    }
+    const failure = startLockedApp(redis.url, { providers: [MixService] });
+    await expect(failure).rejects.toThrow(LockOptionsError);
+    await expect(failure).rejects.toMatchObject({ option: expect.stringMatching(/ of MixService\.run$/) });
+  });
+
   it('refuses request placeholders on a provider method', async () => {
     @Injectable()
     class MisusedService {
@@ -320,6 +343,6 @@ describe('@Locked checks at bootstrap', () => {
         return 'ran';
       }
     }
-    await expect(startLockedApp(redis.url, { providers: [BadOptionsService] })).rejects.toThrow(/'ttl': -5/);
+    await expect(startLockedApp(redis.url, { providers: [BadOptionsService] })).rejects.toThrow(/'ttl of BadOptionsService\.run': -5/);
   });
 });
