@@ -222,7 +222,7 @@ export class LockService implements OnApplicationShutdown {
     // A loss is logged once, beside the 'lost' event: code still running under the lock is now unprotected, and
     // a @Locked handler's own result still reaches its caller (unless it checks lock.signal). Not at shutdown,
     // where this service revokes every lock it holds itself, nor for this service's own forceRelease.
-    if (lostBecause !== undefined && !this.closed && !this.forceReleased.has(lease) && !lease.endedByFailedRelease) {
+    if (lostBecause !== undefined && !this.closed && !this.forceReleased.has(lease)) {
       const label = lease.terms.label === undefined ? '' : ` (${lease.terms.label})`;
       const heldMs = Math.round(performance.now() - lease.terms.grantedAt);
       this.logger.warn(`Lock on ${lease.keys.join(', ')}${label} lost after ${heldMs} ms held: ${lostBecause}`);

@@ -68,8 +68,6 @@ export class Lease implements ScheduledTask {
   private cappedByMaxHold = false;
   private lostReason: LockLostError | undefined;
   private lostWhy: string | undefined;
-  /** Set when the store could not confirm the release: the lease then ends as lost, not released. */
-  private releaseFailed = false;
 
   constructor(
     private readonly host: LeaseHost,
@@ -88,14 +86,6 @@ export class Lease implements ScheduledTask {
   /** Why it was lost, in words (events and metrics); undefined while held or once released. */
   get lostBecause(): string | undefined {
     return this.lostWhy;
-  }
-
-  /**
-   * Whether it ended because its release failed (the store unreachable): its holder is told by the release's own
-   * error (or withLock's log of it), so the host does not warn of the loss a second time.
-   */
-  get endedByFailedRelease(): boolean {
-    return this.releaseFailed;
   }
 
   /** The service that granted this lease: reentrancy never crosses services (stores). */
@@ -145,7 +135,7 @@ export class Lease implements ScheduledTask {
   /**
    * Ends the lease in the store. true when every key was still held by this grant. Not async, like the
    * other layers of a release (each promise layer costs on the hot path), but it never throws: whatever
-   * fails before the store is asked is a rejection.
+   * fails before the store is asked (a telemetry exporter's error in host.ended) is a rejection, as it was.
    */
   release(): Promise<boolean> {
     try {
@@ -162,43 +152,16 @@ export class Lease implements ScheduledTask {
     const wasHeld = this.isHeld;
     // A lost lease already ended (host.ended ran when it was lost): it is only deleted in the store now, not
     // reported a second time (before: two 'lost' events, lock.lost counted twice, lock.held below zero).
-    // A held one stops renewing now, and ends once the store has answered (below).
-    this.state = 'released';
-    if (wasHeld) this.host.scheduler.remove(this);
+    if (wasHeld) this.stop('released');
+    else this.state = 'released';
     // A lease believed lost may still sit in Redis (its renewal just came too late): delete it anyway.
     // Released before minHold: left in place, still under this token, to expire at grant + minHold.
     const holdFor = Math.ceil(this.terms.minHoldUntil - performance.now());
     const released = this.host.store.release(this.terms.names, this.terms.value, Math.max(0, holdFor), this.terms.shape);
-    if (wasHeld) {
-      // 'released' (event, metrics) only once the store confirmed it (trial 6: it was emitted before a release that
-      // then failed); a release the store could not confirm ends the lease as lost: no longer renewed, it expires
-      // after its ttl. Registered before the caller's own reaction, so the event comes first.
-      released.then(
-        () => this.endAfterRelease(),
-        (error: unknown) => {
-          this.releaseFailed = true;
-          this.lostWhy = `its release failed (${error instanceof Error ? error.message : String(error)}); not renewed, it expires after its ttl`;
-          this.endAfterRelease();
-        },
-      );
-      return released;
-    }
     // A lease already known lost answers false whatever the store says: its holder was told of the loss (signal,
     // warning, 'lost' event), and a deletion that fails (Redis unreachable, the usual cause of the loss) leaves it
     // to expire, as it would have. Thrown, it would replace the caller's own error in a `finally` or `await using`.
-    return released.then(notReleased, notReleased);
-  }
-
-  /**
-   * The host's bookkeeping once the store answered a release. What it throws (a telemetry exporter's error) is
-   * logged: the release itself is done, and its caller already has its answer.
-   */
-  private endAfterRelease(): void {
-    try {
-      this.host.ended(this);
-    } catch (error) {
-      this.host.logger.error(`Recording the release of the lock on ${this.keys.join(', ')} failed: ${(error as Error).message}`);
-    }
+    return wasHeld ? released : released.then(notReleased, notReleased);
   }
 
   /** Declares the lease lost now (its signal aborts with `reason`); release() still deletes it in the store. */
