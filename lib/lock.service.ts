@@ -193,18 +193,8 @@ export class LockService implements OnApplicationShutdown {
     return context.run(lock, fn);
   }
 
-  /**
-   * @internal Releases; a failure is logged, never thrown (the caller's own result must not be replaced). A lock
-   * already known lost is released without being waited for: its holder was told (signal, warning, 'lost'
-   * event), no order of release and answer can be kept for a lock another caller may hold by now, and with
-   * Redis unreachable (the usual cause of the loss) the wait would be a whole command timeout added to the
-   * caller's result. The release still goes out, tracked for shutdown: it deletes the lease if Redis kept it.
-   */
+  /** @internal Releases; a failure is logged, never thrown (the caller's own result must not be replaced). */
   async releaseQuietly(lock: Lock): Promise<void> {
-    if (lock instanceof HeldLock && !lock.isHeld) {
-      void this.inFlight.track(lock.release().catch(() => false));
-      return;
-    }
     try {
       const released = await lock.release();
       if (!released && !lock.signal.aborted) {
