@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from '@nestjs/common';
 import { type LockService, LockLostError, LockUnavailableError } from '../../lib';
+import { eventually } from '../support/eventually';
 import { findFreePort } from '../support/free-port';
 import { connected, createLockApp, uniqueKey } from '../support/lock-app';
 import { recordUnhandledRejections } from '../support/real-process';
@@ -105,6 +106,46 @@ describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('
       const lock = await retryUntilGranted(() => locks.acquire(uniqueKey('thawed'), { wait: 2000 }), BOUND_MS);
       expect(await lock.release()).toBe(true);
     } finally {
+      await within(app.close(), BOUND_MS, 'closing the module');
+    }
+    await sleep(200);
+    expect(unhandled.reasons).toEqual([]);
+  });
+
+  it('an outage is logged once per connection and error, not at each reconnection attempt, and its end once (trial 6)', async () => {
+    const warnings = vi.spyOn(Logger.prototype, 'warn');
+    const logs = vi.spyOn(Logger.prototype, 'log');
+    const app = await createLockApp(store.options({ ttl: TTL_MS }));
+    try {
+      const { locks } = app;
+      await warmUp(locks);
+      warnings.mockClear();
+      logs.mockClear();
+      for (const server of store.servers) await server.kill();
+      // Several reconnection attempts (ioredis waits 50, 100, 150… ms between them), each failing alike.
+      await sleep(1_500);
+      for (const server of store.servers) await server.restart();
+      const lock = await retryUntilGranted(() => locks.acquire(uniqueKey('after-outage'), { wait: 0 }), BOUND_MS);
+      expect(await lock.release()).toBe(true);
+      const connectionWarnings = warnings.mock.calls.map(([message]) => String(message)).filter((message) => message.startsWith("Redis connection '"));
+      const byConnection = new Map<string, string[]>();
+      for (const message of connectionWarnings) {
+        const label = /^Redis connection '([^']+)'/.exec(message)?.[1] ?? '';
+        byConnection.set(label, [...(byConnection.get(label) ?? []), message]);
+      }
+      expect(byConnection.size).toBeGreaterThan(0);
+      // Each error once per connection (before: once per attempt, 26 lines for a 5 s outage).
+      for (const messages of byConnection.values()) expect(messages).toEqual([...new Set(messages)]);
+      // And the end of the outage, once for each connection that logged it.
+      await eventually(async () => {
+        const back = logs.mock.calls.map(([message]) => String(message)).filter((message) => message.includes('is ready again'));
+        return back.length === byConnection.size;
+      }, BOUND_MS, 'every connection back');
+      const back = logs.mock.calls.map(([message]) => String(message)).filter((message) => message.includes('is ready again'));
+      expect(new Set(back.map((message) => /^Redis connection '([^']+)'/.exec(message)?.[1]))).toEqual(new Set(byConnection.keys()));
+    } finally {
+      warnings.mockRestore();
+      logs.mockRestore();
       await within(app.close(), BOUND_MS, 'closing the module');
     }
     await sleep(200);

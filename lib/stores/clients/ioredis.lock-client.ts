@@ -3,6 +3,7 @@ import Redis, { type Command } from 'ioredis';
 import { ScriptCommand, type ScriptsSent } from './ioredis-script-command';
 import type { LockClient, RedisArgument, ReplicatedReply } from './lock-client';
 import type { LockScript } from './lock-script';
+import { ConnectionLog } from './connection-log';
 import { quitOrDisconnect } from './quit';
 import { type ServerInfo, batchRefusal, fitsBatches } from './batch-fit';
 import { BatchedCall, batchArguments, batchScript } from './script-batch';
@@ -128,12 +129,14 @@ export class IoredisLockClient implements LockClient {
   ) {
     // Without a listener an 'error' event would be thrown; a connection error is reported to callers
     // by their commands (rejected, or timed out by the store), so a warning is all it needs here.
+    const log = new ConnectionLog(logger, label);
     connection.on('error', (error: Error) => {
       this.connectionError = error.message;
-      logger.warn(`Redis connection '${label}': ${error.message}`);
+      log.error(error.message);
     });
     connection.on('ready', () => {
       this.connectionError = undefined;
+      log.ready();
     });
     connection.on('message', (channel: string, message: string) => this.messageHandler?.(channel, message));
     this.direct = connection instanceof Redis;

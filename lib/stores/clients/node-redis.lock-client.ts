@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { LockClient, RedisArgument, ReplicatedReply } from './lock-client';
 import type { LockScript } from './lock-script';
 import { isClusterClient } from './client-shape';
+import { ConnectionLog } from './connection-log';
 import { withTimeout } from '../shared/with-timeout';
 
 type MessageListener = (message: string, channel: string) => void;
@@ -79,13 +80,15 @@ export class NodeRedisLockClient implements LockClient {
   ) {
     this.isCluster = isNodeRedisCluster(connection);
     // An 'error' event without a listener would be thrown; callers learn of failures from their commands.
+    const log = new ConnectionLog(logger, label);
     connection.on('error', (error: Error) => {
       this.scriptsSent.clear();
       this.connectionError = error.message;
-      logger.warn(`Redis connection '${label}': ${error.message}`);
+      log.error(error.message);
     });
     connection.on('ready', () => {
       this.connectionError = undefined;
+      log.ready();
     });
     connection.on('reconnecting', () => this.scriptsSent.clear());
     // A v5 cluster reports its nodes' connections with events of their own.
