@@ -102,6 +102,10 @@ describe('resolveLockOptions', () => {
     ['redis and nodes together', { redis: 'redis://h:1', nodes: ['redis://:s3cret@g:2'] }],
     ["a password with an unencoded '#'", { redis: 'redis://default:s3cr#t@127.0.0.1:6401' }],
     ['a port above 65535', { redis: 'redis://:s3cret@127.0.0.1:99999' }],
+    ['a password in the query of a URL that does not parse', { redis: 'redis://127.0.0.1:99999/0?password=s3cret' }],
+    ['a password in the query of a wrong scheme', { redis: 'http://127.0.0.1:6401/0?password=s3cret' }],
+    ['a leading space (an env file)', { redis: ' redis://:s3cr#t@127.0.0.1:6401' }],
+    ['one slash after the scheme', { redis: 'redis:/:s3cret@127.0.0.1:6401' }],
   ])('%s: the error, printed whole as a log prints it, shows no password (trial 6)', (_case, options) => {
     let caught: unknown;
     try {
@@ -112,6 +116,7 @@ describe('resolveLockOptions', () => {
     expect(caught).toBeInstanceOf(LockOptionsError);
     // Nest's bootstrap handler prints the error with util.inspect: its own properties, not only the message.
     expect(inspect(caught, { depth: 5 })).not.toMatch(/s3cr/);
+    expect((caught as Error).message).not.toMatch(/s3cr/);
     expect(JSON.stringify(caught)).not.toMatch(/s3cr/);
     // The value as given is still there for code that handles the error.
     expect((caught as LockOptionsError).value).toBeDefined();

@@ -376,7 +376,7 @@ function checkConnection(option: string, value: unknown, clusterAllowed: boolean
       throw new LockOptionsError(
         option,
         value,
-        "a URL that parses: in a password, '#', '@', '/', '?' and spaces are percent-encoded (encodeURIComponent), " +
+        "a URL that parses: in a password, '#', '/' and '?' are percent-encoded (encodeURIComponent), " +
           'and a port is at most 65535',
       );
     }

@@ -5,20 +5,27 @@
 export function redactedUrl(text: string): string {
   if (!URL.canParse(text)) return redactedUnparsed(text);
   const url = new URL(text);
-  if (url.password === '') return text;
-  url.password = '***';
+  // `redis:/:secret@host` (one slash) parses, as a path without a host: cut by hand too.
+  if (url.host === '') return redactedUnparsed(text);
+  // ioredis also reads a password from the query (?password=…).
+  const inQuery = url.searchParams.has('password');
+  if (url.password === '' && !inQuery) return text;
+  if (url.password !== '') url.password = '***';
+  if (inQuery) url.searchParams.set('password', '***');
   return url.toString();
 }
 
 /**
- * A URL that does not parse (a password with an unencoded `#` or `@`, a port above 65535): its credentials, up to
- * the last `@` after the scheme, are cut by hand. `user:password@` keeps the user; a lone `secret@` is cut whole.
+ * A URL that does not parse (a password with an unencoded `#`, a port above 65535, a leading space from an env
+ * file, `redis:/` with one slash): its credentials, up to the last `@` after the scheme, are cut by hand, and a
+ * `password=` in its query. `user:password@` keeps the user; a lone `secret@` is cut whole.
  */
 function redactedUnparsed(text: string): string {
-  const credentials = /^([a-z][a-z0-9+.-]*:\/\/)(.*)@/i.exec(text);
-  if (!credentials) return text;
+  const withoutQueryPassword = text.replace(/([?&]password=)[^&#]*/gi, '$1***');
+  const credentials = /^(\s*[a-z][a-z0-9+.-]*:\/+)(.*)@/i.exec(withoutQueryPassword);
+  if (!credentials) return withoutQueryPassword;
   const [whole, scheme, userinfo] = credentials;
   const colon = userinfo.indexOf(':');
   const shown = colon >= 0 ? `${userinfo.slice(0, colon)}:***` : '***';
-  return `${scheme}${shown}@${text.slice(whole.length)}`;
+  return `${scheme}${shown}@${withoutQueryPassword.slice(whole.length)}`;
 }

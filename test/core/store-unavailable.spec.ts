@@ -138,10 +138,10 @@ describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('
       for (const messages of byConnection.values()) expect(messages).toEqual([...new Set(messages)]);
       // And the end of the outage, once for each connection that logged it.
       await eventually(async () => {
-        const back = logs.mock.calls.map(([message]) => String(message)).filter((message) => message.includes('is ready again'));
+        const back = logs.mock.calls.map(([message]) => String(message)).filter((message) => message.includes(' is ready (after the errors logged above'));
         return back.length === byConnection.size;
       }, BOUND_MS, 'every connection back');
-      const back = logs.mock.calls.map(([message]) => String(message)).filter((message) => message.includes('is ready again'));
+      const back = logs.mock.calls.map(([message]) => String(message)).filter((message) => message.includes(' is ready (after the errors logged above'));
       expect(new Set(back.map((message) => /^Redis connection '([^']+)'/.exec(message)?.[1]))).toEqual(new Set(byConnection.keys()));
     } finally {
       warnings.mockRestore();
