@@ -24,12 +24,32 @@ import { createLockStore } from './stores/lock-store.factory';
  * Options are merged with the defaults and validated once, when the module is instantiated: a bad option
  * fails the application's bootstrap with a LockOptionsError.
  */
+/**
+ * What the bare LockModule class (imported without forRoot / forRootAsync) provides as its options: forRoot's and
+ * forRootAsync's own provider replaces it (a dynamic module's providers come after the class's). Without it the
+ * bare import failed with Nest's "can't resolve dependencies of the LOCK:OPTIONS" (trials 5 and 6).
+ */
+const NOT_CONFIGURED = Symbol('LockModule imported without forRoot()');
+
 @Module({
   imports: [DiscoveryModule],
   providers: [
+    { provide: LOCK_MODULE_OPTIONS, useValue: NOT_CONFIGURED },
     {
       provide: LOCK_OPTIONS,
-      useFactory: (options: LockModuleOptions | undefined) => resolveLockOptions(options),
+      useFactory: (options: LockModuleOptions | undefined | typeof NOT_CONFIGURED) => {
+        if (options === NOT_CONFIGURED) {
+          throw new LockOptionsError(
+            'imports',
+            LockModule,
+            'LockModule.forRoot(options) or LockModule.forRootAsync({ … }), not the LockModule class itself, which has no ' +
+              'options; to share one module without isGlobal, import a module of yours that imports and exports ' +
+              'LockModule.forRoot()',
+            'the LockModule class',
+          );
+        }
+        return resolveLockOptions(options);
+      },
       inject: [LOCK_MODULE_OPTIONS],
     },
     { provide: LOCK_STORE, useFactory: createLockStore, inject: [LOCK_OPTIONS] },
