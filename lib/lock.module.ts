@@ -20,17 +20,17 @@ import { RetryAfterEstimator } from './retry-after.estimator';
 import { createLockStore } from './stores/lock-store.factory';
 
 /**
- * `LockModule.forRoot(options)` / `forRootAsync({ useFactory, inject, imports, useClass, useExisting })`.
- * Options are merged with the defaults and validated once, when the module is instantiated: a bad option
- * fails the application's bootstrap with a LockOptionsError.
- */
-/**
  * What the bare LockModule class (imported without forRoot / forRootAsync) provides as its options: forRoot's and
  * forRootAsync's own provider replaces it (a dynamic module's providers come after the class's). Without it the
  * bare import failed with Nest's "can't resolve dependencies of the LOCK:OPTIONS" (trials 5 and 6).
  */
 const NOT_CONFIGURED = Symbol('LockModule imported without forRoot()');
 
+/**
+ * `LockModule.forRoot(options)` / `forRootAsync({ useFactory, inject, imports, useClass, useExisting })`.
+ * Options are merged with the defaults and validated once, when the module is instantiated: a bad option
+ * fails the application's bootstrap with a LockOptionsError.
+ */
 @Module({
   imports: [DiscoveryModule],
   providers: [
@@ -40,12 +40,12 @@ const NOT_CONFIGURED = Symbol('LockModule imported without forRoot()');
       useFactory: (options: LockModuleOptions | undefined | typeof NOT_CONFIGURED) => {
         if (options === NOT_CONFIGURED) {
           throw new LockOptionsError(
-            'imports',
+            'LockModule import',
             LockModule,
-            'LockModule.forRoot(options) or LockModule.forRootAsync({ … }), not the LockModule class itself, which has no ' +
-              'options; to share one module without isGlobal, import a module of yours that imports and exports ' +
-              'LockModule.forRoot()',
-            'the LockModule class',
+            'LockModule.forRoot(options) or LockModule.forRootAsync({ … }), imported once; where LockService is needed ' +
+              'elsewhere, nothing more with isGlobal: true, else a module of yours with imports: [LockModule.forRoot(options)], ' +
+              'exports: [LockModule]',
+            'the LockModule class, without forRoot() or forRootAsync()',
           );
         }
         return resolveLockOptions(options);

@@ -46,6 +46,8 @@ describe('sharing one LockModule without isGlobal', () => {
     const error = await rejectionOf(Test.createTestingModule({ imports: [BareImportModule] }).compile());
     // The library's own error, not Nest's "can't resolve dependencies of the LOCK:OPTIONS" (trials 5 and 6).
     expect(error).toBeInstanceOf(LockOptionsError);
-    expect((error as Error).message).toMatch(/^Invalid lock option 'imports': the LockModule class\. Expected LockModule\.forRoot\(options\) or LockModule\.forRootAsync/);
+    expect((error as Error).message).toMatch(
+      /^Invalid lock option 'LockModule import': the LockModule class, without forRoot\(\) or forRootAsync\(\)\. Expected LockModule\.forRoot\(options\) or LockModule\.forRootAsync/,
+    );
   });
 });
