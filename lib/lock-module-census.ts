@@ -1,0 +1,75 @@
+import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
+import { ModulesContainer } from '@nestjs/core';
+import { redactedUrl } from './errors/redacted-url';
+import { LOCK_OPTIONS } from './lock.constants';
+import type { ResolvedLockOptions } from './lock-options.interface';
+
+/** One configured LockModule of the application, as Nest's container holds it. */
+interface ConfiguredLockModule {
+  readonly options: ResolvedLockOptions;
+  /** The module's own census. */
+  readonly census: unknown;
+  readonly global: boolean;
+  /** The modules that import it (not known for a global one: Nest binds a global module into every module). */
+  readonly importers: readonly string[];
+}
+
+/**
+ * Warns, once per application at bootstrap, when LockModule.forRoot / forRootAsync is imported more than once.
+ * Nest makes a separate module for each import (even with equal options), so each has its own LockService and
+ * store: two in-process stores never exclude each other, and the LockService a provider gets depends on which
+ * import its module sees. Nothing fails, so without this warning the split is silent (found by fresh-user
+ * trial 6: a feature module that imported `LockModule.forRoot()` again beside the root's Redis one).
+ * Not an error: an application may mean it (a module of a third party that brings its own LockModule). Counted
+ * at bootstrap only: a LockModule loaded later (LazyModuleLoader) is not.
+ */
+@Injectable()
+export class LockModuleCensus implements OnModuleInit {
+  private readonly logger = new Logger('LockModule');
+
+  constructor(private readonly modules: ModulesContainer) {}
+
+  onModuleInit(): void {
+    const configured = this.configuredModules();
+    // Every LockModule has a census; the first in the container speaks for all of them.
+    if (configured.length < 2 || configured[0].census !== this) return;
+    const described = configured.map((module) => `${describeStore(module.options)} (${describeImport(module)})`);
+    this.logger.warn(
+      `LockModule.forRoot / forRootAsync is imported ${configured.length} times in this application, and each ` +
+        `import is a LockModule of its own, with its own LockService and store: ${described.join('; ')}. ` +
+        'A lock taken through one does not exclude the holders of another unless both reach the same Redis with the ' +
+        'same keyPrefix (in-process stores never do), and which one a @Locked method uses is not defined. Import it ' +
+        'in one place: once with isGlobal: true, or in a module of yours that exports LockModule and that the others import.',
+    );
+  }
+
+  private configuredModules(): ConfiguredLockModule[] {
+    const modules = [...this.modules.values()];
+    const configured: ConfiguredLockModule[] = [];
+    for (const module of modules) {
+      // LOCK_OPTIONS is a provider of LockModule alone; other modules only see it through their imports.
+      const options = module.providers.get(LOCK_OPTIONS)?.instance as ResolvedLockOptions | null | undefined;
+      if (options == null) continue;
+      const importers = module.isGlobal
+        ? []
+        : modules.filter((candidate) => candidate.imports.has(module)).map((candidate) => candidate.metatype.name);
+      configured.push({ options, census: module.providers.get(LockModuleCensus)?.instance, global: module.isGlobal, importers });
+    }
+    return configured;
+  }
+}
+
+function describeStore(options: ResolvedLockOptions): string {
+  let store: string;
+  if (options.nodes !== undefined) store = `Redlock over ${options.nodes.length} nodes`;
+  else if (typeof options.redis === 'string') store = `Redis at ${redactedUrl(options.redis)}`;
+  else if (options.redis !== undefined) store = 'Redis (a client or options object)';
+  else store = 'the in-process store';
+  return `${store}, keyPrefix '${options.keyPrefix}'`;
+}
+
+function describeImport(module: ConfiguredLockModule): string {
+  if (module.global) return 'isGlobal';
+  if (module.importers.length === 0) return 'the root module';
+  return `imported by ${module.importers.join(', ')}`;
+}
