@@ -1,12 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Lock, type LockModuleOptions, type LockService, LockUnavailableError } from '../../lib';
+import { type Lock, type LockService, LockUnavailableError } from '../../lib';
 import { LockKeyNamer } from '../../lib/keys';
 import { rejectionOf } from '../core/helpers/timing';
 import { eventually } from '../support/eventually';
-import { CLIENT_FAMILIES, type ClientFamilyName, type LentClient } from '../support/client-families';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { type RedisClusterProcess, startRedisCluster } from '../support/redis-cluster';
 import type { RedisProcess } from '../support/redis-server';
+import { clusterClientLender, warmUp } from './helpers/cluster-locks';
 
 const namer = new LockKeyNamer('lock:');
 /** A lease that outlasts a failover (a master is judged failing after the 2 s node timeout). */
@@ -29,7 +29,7 @@ describe('Redis store on Redis Cluster: a lease through a failover', () => {
   let cluster: RedisClusterProcess;
   /** A key per shard, so each test disturbs a master of its own. */
   let keys: string[];
-  const lent: LentClient[] = [];
+  const clients = clusterClientLender(() => cluster);
   beforeAll(async () => {
     cluster = await startRedisCluster(3, { replicasPerMaster: 1 });
     keys = [];
@@ -43,21 +43,14 @@ describe('Redis store on Redis Cluster: a lease through a failover', () => {
     }
   });
   afterAll(async () => {
-    await Promise.all(lent.splice(0).map((client) => client.close()));
+    await clients.closeAll();
     for (const node of cluster?.nodes ?? []) node.resume();
     await cluster?.stop();
   });
   const apps = trackLockApps();
 
-  /** A cluster client of the test's (`family`), lent to a module: the module never closes it. */
-  async function lend(family: ClientFamilyName): Promise<LockModuleOptions['redis']> {
-    const client = await CLIENT_FAMILIES[family].cluster(cluster.startupNodes);
-    lent.push(client);
-    return client.client as LockModuleOptions['redis'];
-  }
-
   it('with minReplicas: a grant the stalled replica does not acknowledge is refused (LockUnavailableError) and undone', async () => {
-    const { locks } = await apps.start({ redis: await lend('ioredis'), ttl: TTL_MS, minReplicas: MIN_REPLICAS });
+    const { locks } = await apps.start({ redis: await clients.lend('ioredis'), ttl: TTL_MS, minReplicas: MIN_REPLICAS });
     const key = keys[0];
     await warmUp(locks, key);
     const { master, replicas } = await cluster.shardOf(namer.names(key).lockKey);
@@ -76,8 +69,8 @@ describe('Redis store on Redis Cluster: a lease through a failover', () => {
   });
 
   it('without minReplicas: a lease granted while the replica is stalled is lost; a second holder gets the key', async () => {
-    const first = await apps.start({ redis: await lend('ioredis'), ttl: TTL_MS });
-    const second = await apps.start({ redis: await lend('ioredis'), ttl: TTL_MS });
+    const first = await apps.start({ redis: await clients.lend('ioredis'), ttl: TTL_MS });
+    const second = await apps.start({ redis: await clients.lend('ioredis'), ttl: TTL_MS });
     const key = keys[1];
     await Promise.all([warmUp(first.locks, key), warmUp(second.locks, key)]);
     const { master, replicas } = await cluster.shardOf(namer.names(key).lockKey);
@@ -110,8 +103,8 @@ describe('Redis store on Redis Cluster: a lease through a failover', () => {
     // minReplicas is refused with a node-redis Cluster (its WAIT is routed apart from the script). Before the
     // MOVED handling of the minReplicas pipeline, an ioredis Cluster holder never renewed through the new
     // master (renewal seen 10,067 ms after the kill = never, and the contender got the key).
-    const holder = await apps.start({ redis: await lend('ioredis'), ttl: SURVIVING_TTL_MS, minReplicas: MIN_REPLICAS_PATIENT });
-    const contender = await apps.start({ redis: await lend('ioredis'), ttl: TTL_MS });
+    const holder = await apps.start({ redis: await clients.lend('ioredis'), ttl: SURVIVING_TTL_MS, minReplicas: MIN_REPLICAS_PATIENT });
+    const contender = await apps.start({ redis: await clients.lend('ioredis'), ttl: TTL_MS });
     const key = keys[2];
     await Promise.all([warmUp(holder.locks, key), warmUp(contender.locks, key)]);
     const { master, replicas } = await cluster.shardOf(namer.names(key).lockKey);
@@ -171,23 +164,6 @@ describe('Redis store on Redis Cluster: a lease through a failover', () => {
     await next?.release();
   });
 });
-
-/**
- * Takes and releases `key` once, so the service's connections are open and know the slot; retried while the
- * cluster settles after the previous test's failover (unavailable, or not yet acknowledged).
- */
-async function warmUp(locks: LockService, key: string): Promise<void> {
-  const deadline = performance.now() + 10_000;
-  for (;;) {
-    try {
-      await (await locks.acquire(key, { wait: 5_000 })).release();
-      return;
-    } catch (error) {
-      if (!(error instanceof LockUnavailableError) || performance.now() > deadline) throw error;
-      await sleep(100);
-    }
-  }
-}
 
 /** Resolves once `replica` says it is a master and the cluster is whole again; how long since `since`. */
 async function waitForPromotion(replica: RedisProcess, since: number, timeoutMs = 30_000): Promise<number> {

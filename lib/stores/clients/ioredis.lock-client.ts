@@ -3,7 +3,7 @@ import Redis, { type Command } from 'ioredis';
 import { ScriptCommand, type ScriptsSent } from './ioredis-script-command';
 import type { LockClient, RedisArgument, ReplicatedReply } from './lock-client';
 import type { LockScript } from './lock-script';
-import { ConnectionLog } from './connection-log';
+import { ClusterNodeLogs, ConnectionLog } from './connection-log';
 import { quitOrDisconnect } from './quit';
 import { type ServerInfo, batchRefusal, fitsBatches } from './batch-fit';
 import { BatchedCall, batchArguments, batchScript } from './script-batch';
@@ -49,6 +49,12 @@ export interface IoredisConnection {
   on(event: string, listener: (...args: never[]) => void): unknown;
   /** A Cluster's: fetches the slot map anew (CLUSTER SLOTS), then calls back (with an error if no node answered). */
   refreshSlotsCache?(callback: (error?: Error | null) => void): void;
+}
+
+/** A node connection of an ioredis Cluster, as its '+node' event gives it. */
+interface ClusterNodeConnection {
+  readonly options: { readonly host?: string; readonly port?: number };
+  on(event: 'ready', listener: () => void): unknown;
 }
 
 /** The options this adapter overrides on every connection it duplicates (see duplicateIoredis). */
@@ -138,9 +144,22 @@ export class IoredisLockClient implements LockClient {
       this.connectionError = undefined;
       log.ready();
     });
+    if (connection.isCluster === true) this.logClusterNodes(connection, new ClusterNodeLogs(logger, label));
     connection.on('message', (channel: string, message: string) => this.messageHandler?.(channel, message));
     this.direct = connection instanceof Redis;
     if (this.direct) this.readBatchFit(connection as ReadyChecked & IoredisConnection);
+  }
+
+  /**
+   * A Cluster reports a node's connection errors as 'node error' (with the node's `host:port`), and each node
+   * connection it makes ('+node') its readiness itself.
+   */
+  private logClusterNodes(cluster: IoredisConnection, logs: ClusterNodeLogs): void {
+    cluster.on('node error', (error: Error, address: string) => logs.error(address, error.message));
+    cluster.on('+node', (node: ClusterNodeConnection) => {
+      const address = `${node.options.host}:${node.options.port}`;
+      node.on('ready', () => logs.ready(address));
+    });
   }
 
   /**

@@ -2,7 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { LockClient, RedisArgument, ReplicatedReply } from './lock-client';
 import type { LockScript } from './lock-script';
 import { isClusterClient } from './client-shape';
-import { ConnectionLog } from './connection-log';
+import { ClusterNodeLogs, ConnectionLog } from './connection-log';
 import { withTimeout } from '../shared/with-timeout';
 
 type MessageListener = (message: string, channel: string) => void;
@@ -36,6 +36,12 @@ export interface NodeRedisCluster extends NodeRedisCommon {
 }
 
 export type NodeRedisConnection = NodeRedisClient | NodeRedisCluster;
+
+/** Which node a v5 cluster's node event is about (its socket's address). */
+interface ClusterNodeInfo {
+  readonly host: string;
+  readonly port: number;
+}
 
 /** A node-redis cluster has a node list and routes commands itself; a client has neither. */
 function isNodeRedisCluster(connection: NodeRedisConnection): connection is NodeRedisCluster {
@@ -91,8 +97,15 @@ export class NodeRedisLockClient implements LockClient {
       log.ready();
     });
     connection.on('reconnecting', () => this.scriptsSent.clear());
-    // A v5 cluster reports its nodes' connections with events of their own.
-    connection.on('node-error', () => this.scriptsSent.clear());
+    // A v5 cluster (5.9 and later) reports its nodes' connections with events of their own ('node-ready' only
+    // at a node client's first connection: a node back after an outage is not reported ready). v4 reports a
+    // node's errors as the cluster's own 'error', without its address.
+    const nodes = new ClusterNodeLogs(logger, label);
+    connection.on('node-error', (error: Error, node: ClusterNodeInfo) => {
+      this.scriptsSent.clear();
+      nodes.error(`${node.host}:${node.port}`, error.message);
+    });
+    connection.on('node-ready', (node: ClusterNodeInfo) => nodes.ready(`${node.host}:${node.port}`));
     connection.on('node-reconnecting', () => this.scriptsSent.clear());
   }
 
