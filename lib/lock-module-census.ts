@@ -1,17 +1,14 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
+import type { Module } from '@nestjs/core/injector/module';
 import { redactedUrl } from './errors/redacted-url';
 import { LOCK_OPTIONS } from './lock.constants';
 import type { ResolvedLockOptions } from './lock-options.interface';
 
 /** One configured LockModule of the application, as Nest's container holds it. */
 interface ConfiguredLockModule {
+  readonly module: Module;
   readonly options: ResolvedLockOptions;
-  /** The module's own census. */
-  readonly census: unknown;
-  readonly global: boolean;
-  /** The modules that import it (not known for a global one: Nest binds a global module into every module). */
-  readonly importers: readonly string[];
 }
 
 /**
@@ -30,10 +27,11 @@ export class LockModuleCensus implements OnModuleInit {
   constructor(private readonly modules: ModulesContainer) {}
 
   onModuleInit(): void {
-    const configured = this.configuredModules();
+    const modules = [...this.modules.values()];
+    const configured = configuredModules(modules);
     // Every LockModule has a census; the first in the container speaks for all of them.
-    if (configured.length < 2 || configured[0].census !== this) return;
-    const described = configured.map((module) => `${describeStore(module.options)} (${describeImport(module)})`);
+    if (configured.length < 2 || configured[0].module.providers.get(LockModuleCensus)?.instance !== this) return;
+    const described = configured.map(({ module, options }) => `${describeStore(options)} (${describeImport(module, modules)})`);
     this.logger.warn(
       `LockModule.forRoot / forRootAsync is imported ${configured.length} times in this application, and each ` +
         `import is a LockModule of its own, with its own LockService and store: ${described.join('; ')}. ` +
@@ -42,21 +40,16 @@ export class LockModuleCensus implements OnModuleInit {
         'in one place: once with isGlobal: true, or in a module of yours that exports LockModule and that the others import.',
     );
   }
+}
 
-  private configuredModules(): ConfiguredLockModule[] {
-    const modules = [...this.modules.values()];
-    const configured: ConfiguredLockModule[] = [];
-    for (const module of modules) {
-      // LOCK_OPTIONS is a provider of LockModule alone; other modules only see it through their imports.
-      const options = module.providers.get(LOCK_OPTIONS)?.instance as ResolvedLockOptions | null | undefined;
-      if (options == null) continue;
-      const importers = module.isGlobal
-        ? []
-        : modules.filter((candidate) => candidate.imports.has(module)).map((candidate) => candidate.metatype.name);
-      configured.push({ options, census: module.providers.get(LockModuleCensus)?.instance, global: module.isGlobal, importers });
-    }
-    return configured;
+function configuredModules(modules: readonly Module[]): ConfiguredLockModule[] {
+  const configured: ConfiguredLockModule[] = [];
+  for (const module of modules) {
+    // LOCK_OPTIONS is a provider of LockModule alone; other modules only see it through their imports.
+    const options = module.providers.get(LOCK_OPTIONS)?.instance as ResolvedLockOptions | null | undefined;
+    if (options != null) configured.push({ module, options });
   }
+  return configured;
 }
 
 function describeStore(options: ResolvedLockOptions): string {
@@ -68,8 +61,10 @@ function describeStore(options: ResolvedLockOptions): string {
   return `${store}, keyPrefix '${options.keyPrefix}'`;
 }
 
-function describeImport(module: ConfiguredLockModule): string {
-  if (module.global) return 'isGlobal';
-  if (module.importers.length === 0) return 'the root module';
-  return `imported by ${module.importers.join(', ')}`;
+/** Who imports it (not known for a global module: Nest binds a global module into every module). */
+function describeImport(module: Module, modules: readonly Module[]): string {
+  if (module.isGlobal) return 'isGlobal';
+  const importers = modules.filter((candidate) => candidate.imports.has(module)).map((candidate) => candidate.metatype.name);
+  if (importers.length === 0) return 'the root module';
+  return `imported by ${importers.join(', ')}`;
 }

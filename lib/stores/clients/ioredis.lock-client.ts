@@ -478,8 +478,8 @@ export class IoredisLockClient implements LockClient {
    * process finishes the tick (the lease, the caller's continuation, the next command's arguments), instead
    * of after. A lone caller's commands are such commands, as a rule (not while a renewal's reply, or a
    * minReplicas WAIT, is still due). In-process A/Bs, interleaved: serial acquire + release 2-8% faster, 8
-   * callers on one key +3-5%, 64 callers on distinct keys within noise (-3% to +9%). Not for Redlock nodes: at 5 servers and 64 callers the extra writes (and wake-ups of each
-   * server) cost 6-8% of the throughput in the same A/B (10-12% when every tick's first command was written
+   * callers on one key +3-5%, 64 callers on distinct keys within noise (-3% to +9%). Not for Redlock nodes: at
+   * 5 servers and 64 callers the extra writes (and wake-ups of each server) cost 6-8% of the throughput in the same A/B (10-12% when every tick's first command was written
    * at once, idle or not).
    * Safe because the connection is this adapter's alone: nobody else's commands wait in the cork.
    */

@@ -280,7 +280,7 @@ export class RedlockLockStore implements LockStore {
     // (see AcquireOutcome.refusedBy), when every refusal named its grant.
     const refusedBy = mistakes.length === 0 && !holders.has('') && !refusedByReaders ? [...holders.keys()] : undefined;
     const retryAfter = this.retryAfter(busy, failed, quorum);
-    return !refusedOtherwise && mistakes.length === 0 && busy.length > 0 && shape?.kind !== 'read'
+    return !refusedOtherwise && mistakes.length === 0 && busy.length > 0
       ? { acquired: false, retryAfter, queued, refusedBy, byReaders: true }
       : { acquired: false, retryAfter, queued, refusedBy };
   }
