@@ -2,7 +2,7 @@ import type { LockKeyNames } from '../stores/lock-store.interface';
 
 /**
  * Derives the Redis names of a lock from its key. The key is wrapped in a hash tag, `prefix{key}`, and the
- * fence counter, release channel, permits record and writer intent extend that name, so every key one lock touches lands in the same
+ * fence counter, release channel, permits record, writer intent and awaited mark extend that name, so every key one lock touches lands in the same
  * Redis Cluster slot. Redis hashes the text between the first `{` and the first `}` after it, or the whole
  * name when that text is empty:
  * - a key containing `}` ends the tag early, but at the same place in all three names: still one slot;
@@ -13,7 +13,7 @@ import type { LockKeyNames } from '../stores/lock-store.interface';
  */
 export class LockKeyNamer {
   /**
-   * The names of recently used keys. A hot path saving: a key locked again (the common case) reuses five
+   * The names of recently used keys. A hot path saving: a key locked again (the common case) reuses six
    * strings already built and hashed, which every Map lookup by channel then finds at once. Bounded: a
    * stream of unique keys only ever keeps the last NAMES_KEPT.
    */
@@ -32,6 +32,7 @@ export class LockKeyNamer {
       channel: `${lockKey}:released`,
       permitsKey: `${lockKey}:permits`,
       writerKey: `${lockKey}:writer`,
+      awaitedKey: `${lockKey}:awaited`,
     });
     if (this.recent.size >= NAMES_KEPT) this.recent.clear();
     this.recent.set(key, names);

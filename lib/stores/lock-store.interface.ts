@@ -22,6 +22,11 @@ export interface LockKeyNames {
   readonly permitsKey: string;
   /** A writer waiting behind readers records its token here, so that new readers queue behind it. Same slot. */
   readonly writerKey: string;
+  /**
+   * Set (with an expiry) when an attempt was refused by a lease at lockKey: the release of that lease is then
+   * announced on `channel`, which a release nobody waits for skips. Shares lockKey's hash slot.
+   */
+  readonly awaitedKey: string;
 }
 
 /**
@@ -152,7 +157,8 @@ export interface LockStore {
   /**
    * Compare-and-delete of every key; true when all were still held with `token`. With `holdFor` > 0
    * (minHold not yet reached) the keys are not deleted but set to expire in `holdFor` ms, still under
-   * `token`; the release is announced all the same, so a waiter re-reads when the key will be free.
+   * `token`; the release is announced all the same (when announced at all: a caller was refused by the
+   * lease, or callers of this process watch the key), so a waiter re-reads when the key will be free.
    */
   release(keys: readonly LockKeyNames[], token: string, holdFor?: number, shape?: LockShape): Promise<boolean>;
   /**

@@ -132,7 +132,7 @@ describe('Redis store on a real 3-master Redis Cluster (ioredis Cluster as `redi
     const second = await apps.start({ redis: other, ttl: 10_000 });
     for (const key of [uniqueKey('stripe'), '}lead', uniqueKey('{tag}x')]) {
       const names = namer.names(key);
-      expect(new Set([names.lockKey, names.fenceKey, names.channel, names.permitsKey, names.writerKey].map(slotOf)).size).toBe(1);
+      expect(new Set([names.lockKey, names.fenceKey, names.channel, names.permitsKey, names.writerKey, names.awaitedKey].map(slotOf)).size).toBe(1);
       const a = await first.locks.acquire(key, { limit: 2 });
       const b = await second.locks.acquire(key, { limit: 2 });
       expect(b.fence).toBeGreaterThan(a.fence);

@@ -56,8 +56,11 @@ describe('Redlock waiter wake-ups over 5 real nodes', () => {
     try {
       const messages: string[] = [];
       listener.on('message', (_channel: string, token: string) => messages.push(token));
-      // Waiters refused for the grant meanwhile must hear that it was taken back.
+      // Waiters refused for the grant meanwhile must hear that it was taken back. The grant is taken back as soon
+      // as its answers are in, too soon for a real refusal: the nodes are marked as a refused attempt marks them
+      // (see ACQUIRE_SCRIPT), and a release is announced where a waiter was refused (see RELEASE_SCRIPT).
       const late = freshLock('taken-back');
+      await Promise.all(nodes.inspectors.map((inspector) => inspector.set(late.awaitedKey, '1', 'PX', 10_000)));
       await listener.subscribe(late.channel);
       const token = freshToken();
       await expect(store.acquire({ keys: [late], token, ttl: 5_000 })).rejects.toThrow(/validity/);
@@ -65,8 +68,10 @@ describe('Redlock waiter wake-ups over 5 real nodes', () => {
       // Released everywhere: the release to a node still silent at the verdict is not awaited (it queues behind
       // that node's attempt), so it may land a moment later; a lease it missed would stay for its 5 s.
       await eventually(async () => (await valuesOn(nodes, late.lockKey)).every((value) => value === null), 2_000, 'the taken-back grant released on every node');
-      // Granted on 2 nodes only, against a holder on the other 3: taken back silently, as before.
+      // Granted on 2 nodes only, against a holder on the other 3: taken back silently, as before, although its
+      // refusals marked the key awaited on those 3 (and it is marked on the other 2 here).
       const partial = freshLock('partial');
+      await Promise.all([3, 4].map((node) => nodes.inspectors[node].set(partial.awaitedKey, '1', 'PX', 10_000)));
       await listener.subscribe(partial.channel);
       await Promise.all([0, 1, 2].map((node) => nodes.inspectors[node].set(partial.lockKey, 'holder', 'PX', 10_000)));
       const partialToken = freshToken();
@@ -88,8 +93,10 @@ describe('Redlock waiter wake-ups over 5 real nodes', () => {
     const watch = readerSide.watch([lock]);
     try {
       await watch.ready();
-      // The writer's grant is released (or taken back) first: its token is announced and counted.
+      // The writer's grant is released (or taken back) first: its token is announced and counted, as a reader
+      // was refused by it.
       expect((await writerSide.acquire({ keys: [lock], token: writer, ttl: 10_000 })).acquired).toBe(true);
+      expect((await readerSide.acquire({ keys: [lock], token: freshToken(), ttl: 10_000, shape: { kind: 'read' } })).acquired).toBe(false);
       const beforeRelease = watch.seen;
       await writerSide.release([lock], writer);
       await eventually(async () => watch.seen > beforeRelease, 2_000, "the grant's release counted");

@@ -5,16 +5,38 @@
  */
 
 /**
- * KEYS: lock keys 1..n, then fence keys 1..n. ARGV: token, ttl (ms).
+ * How long an "awaited" mark outlives the lease it was set on (ms). A refused caller sleeps until that lease
+ * would end (plus at most 50 ms of jitter) unless a release wakes it; the mark must still be there when a
+ * release comes before then, also when the refusal's reply took a while to reach the caller.
+ */
+export const AWAITED_MARGIN_MS = 2_000;
+
+/**
+ * Sets the "awaited" mark of a lock key (see RELEASE_SCRIPT) for `pttl` ms plus AWAITED_MARGIN_MS: a caller
+ * was refused by the lease there and may wait for its release. Lua source, for the scripts that refuse a
+ * caller because a lease (a mutex's, a writer's) or a writer's intent holds the key. Nothing is marked for
+ * a value without an expiry (-1): no lease of this library, which nothing but forceRelease (always
+ * announced) removes, and data that is not ours is left untouched.
+ */
+export const MARK_AWAITED = `local function mark_awaited(key, pttl)
+  if pttl >= 0 then redis.call('SET', key, '1', 'PX', pttl + ${AWAITED_MARGIN_MS}) end
+end
+`;
+
+/**
+ * KEYS: lock keys 1..n, then fence keys 1..n, then awaited marks 1..n. ARGV: token, ttl (ms), and '1' when
+ * the caller makes no further attempt (tryAcquire, `wait: 0`, its wait's last attempt).
  * Sets every lock key NX PX (all or none: keys set before a busy one are deleted again in the same script;
  * a key already holding this token counts as set, see below), then bumps each key's fence counter (which
- * never expires).
- * Returns {1, fence1..fencen} granted; {0, pttl, holder token} busy; {-3, i, pttl} lock key i holds permits
- * (a semaphore's, or readers': see permit-scripts.ts; the store then takes the writer's path or refuses the
- * mix); {-1, i} lock key i holds foreign data; {-2, i} fence key i holds foreign data.
+ * never expires). A refusal by a lease marks the key awaited, so that its release is announced; not for a
+ * caller that will not wait (the job instances that skip a scheduled tick, as a rule).
+ * Returns the fence granted, for one key (the hot path: an integer reply, no table to build nor to parse);
+ * {1, fence1..fencen} granted, for several; {0, pttl, holder token} busy; {-3, i, pttl} lock key i holds
+ * permits (a semaphore's, or readers': see permit-scripts.ts; the store then takes the writer's path or
+ * refuses the mix); {-1, i} lock key i holds foreign data; {-2, i} fence key i holds foreign data.
  */
-export const ACQUIRE_SCRIPT = `
-local n = #KEYS / 2
+export const ACQUIRE_SCRIPT = `${MARK_AWAITED}
+local n = #KEYS / 3
 for i = 1, n do
   if not redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
     local holder = redis.pcall('GET', KEYS[i])
@@ -31,9 +53,18 @@ for i = 1, n do
         if pttl == -1 then return {-1, i} end
         holder = ''
       end
+      if ARGV[3] ~= '1' then mark_awaited(KEYS[2 * n + i], pttl) end
       return {0, pttl, holder}
     end
   end
+end
+if n == 1 then
+  local fence = redis.pcall('INCR', KEYS[2])
+  if type(fence) == 'table' then
+    redis.call('DEL', KEYS[1])
+    return {-2, 1}
+  end
+  return fence
 end
 local reply = {1}
 for i = 1, n do
@@ -61,25 +92,33 @@ return 1
 `;
 
 /**
- * KEYS: lock keys. ARGV: token, hold (ms), then one release channel per key.
+ * KEYS: lock keys 1..n, then their awaited marks 1..n. ARGV: token, hold (ms), '1' to announce every
+ * release (the releasing process has callers waiting for these keys), then one release channel per key.
  * Compare-and-delete of each key still holding the token; with hold > 0 (minHold not reached yet) the key
- * is instead left to expire in `hold` ms, still holding the token (compare-and-pexpire). Either way the
- * release is announced on the key's channel (the payload is the token, so a Redlock waiter counts one
- * release once across nodes): a waiter then re-reads the key's remaining time instead of sleeping on the
- * longer lease it saw before.
+ * is instead left to expire in `hold` ms, still holding the token (compare-and-pexpire). The release is
+ * announced on the key's channel (the payload is the token, so a Redlock waiter counts one release once
+ * across nodes: a waiter then attempts, or re-reads the key's remaining time instead of sleeping on the
+ * longer lease it saw before) when the key is marked awaited, i.e. an attempt was refused by a lease there
+ * since the last announcement, or when ARGV[3] asks. The mark is taken with the announcement: every process
+ * with waiters wakes one of them, which attempts again, and one refused marks the key again.
+ * Nobody waits for most releases (one caller, or callers on distinct keys), and a PUBLISH is then the most
+ * expensive command of the release for Redis.
  * Returns how many keys were released.
  */
 export const RELEASE_SCRIPT = `
+local n = #KEYS / 2
 local hold = tonumber(ARGV[2])
 local released = 0
-for i = 1, #KEYS do
+for i = 1, n do
   if redis.pcall('GET', KEYS[i]) == ARGV[1] then
+    local awaited
     if hold > 0 then
       redis.call('PEXPIRE', KEYS[i], hold)
+      awaited = redis.call('DEL', KEYS[n + i]) == 1
     else
-      redis.call('DEL', KEYS[i])
+      awaited = redis.call('DEL', KEYS[i], KEYS[n + i]) == 2
     end
-    redis.call('PUBLISH', ARGV[i + 2], ARGV[1])
+    if awaited or ARGV[3] == '1' then redis.call('PUBLISH', ARGV[i + 3], ARGV[1]) end
     released = released + 1
   end
 end

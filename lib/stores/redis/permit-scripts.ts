@@ -1,3 +1,5 @@
+import { MARK_AWAITED } from './lock-scripts';
+
 /**
  * The Lua scripts of keys with several holders: a semaphore's permits (`limit`) and a read-write lock's
  * readers (`mode: 'read'`). Kept apart from the mutex scripts (lock-scripts.ts), whose hot path they do not
@@ -45,9 +47,10 @@ end
 `;
 
 /**
- * KEYS: lock key (the holders' set), fence key, permits record, writer-intent key.
- * ARGV: holder value, ttl (ms), record (`semaphore:<limit>` or `read`), limit (0: no limit, readers), and on
- * a Redlock node of N its stride: step N and residue (the node's place in the list).
+ * KEYS: lock key (the holders' set), fence key, permits record, writer-intent key, awaited mark.
+ * ARGV: holder value, ttl (ms), record (`semaphore:<limit>` or `read`), limit (0: no limit, readers), '1' when
+ * the caller may attempt again ('0': its last attempt, nothing is marked), and on a Redlock node of N its
+ * stride: step N and residue (the node's place in the list).
  * Returns {1, fence, vacant, reach} granted (vacant 1: room for another holder now; reach: the fence counter
  * after the grant, see below); {0, retryAfter} busy (the set is full: ms until its earliest holder expires; a
  * reader behind a writer or a waiting writer: ms until that lease or intent ends); {-3, found} the key is
@@ -61,13 +64,21 @@ end
  * to the block's last value (`reach`). Nodes granting in the same block so all reach the highest fence any of
  * them gave, and the store needs no write-back for them (see fencesAgreed); a mutex or writer counting by
  * INCR afterwards takes the next block's first value.
+ *
+ * A reader refused by a writer's lease, or by a waiting writer's intent (which becomes that writer's lease),
+ * marks the key awaited, so that the writer's release is announced (see RELEASE_SCRIPT), unless it attempts no
+ * more; a permit's release is always announced.
  */
-export const PERMIT_ACQUIRE_SCRIPT = `${PERMIT_HELPERS}
+export const PERMIT_ACQUIRE_SCRIPT = `${PERMIT_HELPERS}${MARK_AWAITED}
 local set, fenceKey, record, writer = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local value, ttl, wanted, limit = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local kind = redis.call('TYPE', set).ok
 if kind == 'string' then
-  if wanted == 'read' then return {0, redis.call('PTTL', set)} end
+  if wanted == 'read' then
+    local pttl = redis.call('PTTL', set)
+    if ARGV[5] == '1' then mark_awaited(KEYS[5], pttl) end
+    return {0, pttl}
+  end
   return {-3, 'mutex'}
 end
 if kind ~= 'zset' and kind ~= 'none' then return {-1} end
@@ -85,14 +96,18 @@ if count == 0 then
 end
 if wanted == 'read' then
   local waiting = redis.pcall('GET', writer)
-  if type(waiting) == 'string' then return {0, redis.call('PTTL', writer)} end
+  if type(waiting) == 'string' then
+    local pttl = redis.call('PTTL', writer)
+    if ARGV[5] == '1' then mark_awaited(KEYS[5], pttl) end
+    return {0, pttl}
+  end
 end
 if limit > 0 and count >= limit and not redis.call('ZSCORE', set, value) then
   local first = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
   return {0, math.max(1, tonumber(first[2]) - now)}
 end
 local fence, reach
-local step = tonumber(ARGV[5])
+local step = tonumber(ARGV[6])
 if step then
   local current = redis.pcall('GET', fenceKey)
   -- Only a counter this library writes is taken: digits, at most 2^53 - 1 less two blocks (Lua's numbers count
@@ -103,7 +118,7 @@ if step then
     return {-2}
   end
   local block = math.floor((tonumber(current) or 0) / step) + 1
-  fence = block * step + tonumber(ARGV[6])
+  fence = block * step + tonumber(ARGV[7])
   reach = block * step + step - 1
   redis.call('SET', fenceKey, string.format('%d', reach))
 else

@@ -1,3 +1,4 @@
+import { MARK_AWAITED } from './lock-scripts';
 import { PERMIT_HELPERS } from './permit-scripts';
 
 /**
@@ -12,7 +13,7 @@ import { PERMIT_HELPERS } from './permit-scripts';
  */
 
 /**
- * KEYS: lock key, fence key, permits record, writer-intent key. ARGV: token, ttl (ms), '0' when the caller
+ * KEYS: lock key, fence key, permits record, writer-intent key, awaited mark. ARGV: token, ttl (ms), '0' when the caller
  * makes no further attempt (nothing is then recorded: see AcquireRequest.final), and '1' to have readers
  * that refuse it named (a Redlock node).
  * As ACQUIRE_SCRIPT for one key, where a set of readers may hold the key: expired readers are dropped
@@ -22,8 +23,10 @@ import { PERMIT_HELPERS } from './permit-scripts';
  * {…, readers, count}: their values when asked for (a Redlock node) and at most 32 of them, else none, and how
  * many there are (so the caller is told readers hold the key);
  * {-3, record} the key is a semaphore; {-1} foreign data at the lock key; {-2} at the fence key.
+ * A refusal by another writer's lease marks the key awaited (see RELEASE_SCRIPT), unless the caller attempts no
+ * more; readers' releases are always announced.
  */
-export const WRITE_ACQUIRE_SCRIPT = `${PERMIT_HELPERS}
+export const WRITE_ACQUIRE_SCRIPT = `${PERMIT_HELPERS}${MARK_AWAITED}
 local lock, fenceKey, record, writer = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, ttl = ARGV[1], ARGV[2]
 -- Records (or renews) this writer's intent unless another writer's is there: 1 when it is this one's.
@@ -62,7 +65,9 @@ if not redis.call('SET', lock, token, 'NX', 'PX', ttl) then
     redis.call('PEXPIRE', lock, ttl)
   else
     if type(holder) ~= 'string' then return {-1} end
-    return {0, redis.call('PTTL', lock), holder, intend()}
+    local pttl = redis.call('PTTL', lock)
+    if ARGV[3] ~= '0' then mark_awaited(KEYS[5], pttl) end
+    return {0, pttl, holder, intend()}
   end
 end
 local fence = redis.pcall('INCR', fenceKey)

@@ -199,7 +199,7 @@ export class RedisLockNode {
     final = false,
   ): Promise<NodeAcquireReply> {
     // Not async (the hot path of every lock): like run(), it throws StoreClosedError synchronously once closed.
-    if (isPermit(shape)) return this.acquirePermit(keys[0], token, ttl, timeoutMs, shape);
+    if (isPermit(shape)) return this.acquirePermit(keys[0], token, ttl, timeoutMs, shape, final);
     // A quorum member's attempt waits behind the token's writer second script and what queued behind it (an
     // undo sent now would otherwise delete this attempt's grant: see inOrder).
     if (this.quorumMember && this.chains.has(token)) {
@@ -265,11 +265,14 @@ export class RedisLockNode {
     const names: string[] = [];
     for (const key of keys) names.push(key.lockKey);
     for (const key of keys) names.push(key.fenceKey);
+    for (const key of keys) names.push(key.awaitedKey);
+    // A last attempt leaves no awaited mark (see ACQUIRE_SCRIPT); the others send two arguments, as before.
+    const args: RedisArgument[] = final ? [token, ttl, 1] : [token, ttl];
     if (!attempt) {
-      return this.granting(ACQUIRE, names, [token, ttl], keys, token, timeoutMs).then((reply) => this.acquired(reply as number[], keys, token, ttl, timeoutMs, final));
+      return this.granting(ACQUIRE, names, args, keys, token, timeoutMs).then((reply) => this.acquired(reply as AcquireScriptReply, keys, token, ttl, timeoutMs, final));
     }
-    const sent = this.granting(ACQUIRE, names, [token, ttl], keys, token, timeoutMs, undefined, attempt);
-    return this.unansweredUntil(token, attempt, sent, (reply) => this.acquired(reply as number[], keys, token, ttl, timeoutMs, final, attempt));
+    const sent = this.granting(ACQUIRE, names, args, keys, token, timeoutMs, undefined, attempt);
+    return this.unansweredUntil(token, attempt, sent, (reply) => this.acquired(reply as AcquireScriptReply, keys, token, ttl, timeoutMs, final, attempt));
   }
 
   /**
@@ -347,7 +350,7 @@ export class RedisLockNode {
 
   /** ACQUIRE_SCRIPT's answer: granted, busy, or (permits at the key) the writer's path. */
   private acquired(
-    reply: number[],
+    reply: AcquireScriptReply,
     keys: readonly LockKeyNames[],
     token: string,
     ttl: number,
@@ -355,6 +358,9 @@ export class RedisLockNode {
     final: boolean,
     attempt?: PlainAttempt,
   ): NodeAcquireReply | Promise<NodeAcquireReply> {
+    // One key granted: its fence alone (see ACQUIRE_SCRIPT).
+    if (typeof reply === 'number') return { acquired: true, fences: [reply] };
+    if (!Array.isArray(reply)) throw new Error(`unexpected answer to the acquire script: ${String(reply)}`);
     const status = Number(reply[0]);
     if (status === 1) return { acquired: true, fences: reply.slice(1).map(Number) };
     if (status === 0) return { acquired: false, retryAfter: Number(reply[1]), holder: String(reply[2] ?? '') };
@@ -380,7 +386,7 @@ export class RedisLockNode {
    * member's first script (a writer queued before); the second script runs in the token's chain instead.
    */
   private async acquireWrite(key: LockKeyNames, token: string, ttl: number, timeoutMs: number, final: boolean, attempt?: PlainAttempt): Promise<NodeAcquireReply> {
-    const names = [key.lockKey, key.fenceKey, key.permitsKey, key.writerKey];
+    const names = [key.lockKey, key.fenceKey, key.permitsKey, key.writerKey, key.awaitedKey];
     // final: the caller attempts no more, so no intent is recorded (see AcquireRequest.final).
     const reply = (await this.granting(WRITE_ACQUIRE, names, [token, ttl, final ? 0 : 1, this.quorumMember ? 1 : 0], [key], token, timeoutMs, undefined, attempt)) as unknown[];
     const status = Number(reply[0]);
@@ -404,14 +410,16 @@ export class RedisLockNode {
     ttl: number,
     timeoutMs: number,
     shape: Exclude<LockShape, { kind: 'mutex' }>,
+    final: boolean,
   ): Promise<NodeAcquireReply> {
-    const names = [key.lockKey, key.fenceKey, key.permitsKey, key.writerKey];
+    const names = [key.lockKey, key.fenceKey, key.permitsKey, key.writerKey, key.awaitedKey];
     const limit = shape.kind === 'semaphore' ? shape.limit : 0;
     // A quorum member's permit attempt is tracked only for its take-back (see mustTakeBack), which minReplicas
     // alone asks for: a permit has no second script.
     const attempt: PlainAttempt | undefined = this.quorumMember && this.minReplicas ? { superseded: false, takenBack: false, inChain: false } : undefined;
     const stride = this.permitFenceStride;
-    const args = stride ? [token, ttl, recordOf(shape), limit, stride.step, stride.residue] : [token, ttl, recordOf(shape), limit];
+    const mayWait = final ? 0 : 1;
+    const args = stride ? [token, ttl, recordOf(shape), limit, mayWait, stride.step, stride.residue] : [token, ttl, recordOf(shape), limit, mayWait];
     const sent = this.granting(PERMIT_ACQUIRE, names, args, [key], token, timeoutMs, shape, attempt);
     const reply = (await (attempt ? this.unansweredUntil(token, attempt, sent, (answer) => answer) : sent)) as unknown[];
     const status = Number(reply[0]);
@@ -447,7 +455,7 @@ export class RedisLockNode {
   ): Promise<unknown> {
     // Not async: without minReplicas this is the acquire hot path, and each promise layer costs.
     if (!this.minReplicas) return this.run(script, names, args, timeoutMs, keys);
-    return this.write(script, names, args, timeoutMs, keys, (answer) => Number((answer as number[])[0]) === 1, 'grant').catch(
+    return this.write(script, names, args, timeoutMs, keys, isGrant, 'grant').catch(
       async (error: unknown) => {
         // Granted, but on too few replicas to survive a failover: take it back before saying so.
         // undoNow: this may be the writer's second script, which undo() would wait for (see inOrder).
@@ -521,21 +529,26 @@ export class RedisLockNode {
    * Returns how many of the keys still held `token` and were released: deleted, or with `holdFor` > 0
    * left to expire in that many ms (minHold). No WAIT: a release that a failover loses only leaves a lease
    * to expire on its own, which delays the next holder and never admits two.
+   * A mutex's release is announced when a refused attempt marked the key awaited, or with `announce` (callers
+   * of the releasing process wait for the keys: some may sleep without having attempted, see RELEASE_SCRIPT);
+   * a permit's always is.
    */
-  release(keys: readonly LockKeyNames[], token: string, timeoutMs: number, holdFor = 0, shape?: LockShape): Promise<number> {
-    if (this.quorumMember) return this.inOrder(token, () => this.releaseNow(keys, token, timeoutMs, holdFor, shape), true);
-    return this.releaseNow(keys, token, timeoutMs, holdFor, shape);
+  release(keys: readonly LockKeyNames[], token: string, timeoutMs: number, holdFor = 0, shape?: LockShape, announce = false): Promise<number> {
+    if (this.quorumMember) return this.inOrder(token, () => this.releaseNow(keys, token, timeoutMs, holdFor, shape, announce), true);
+    return this.releaseNow(keys, token, timeoutMs, holdFor, shape, announce);
   }
 
-  private releaseNow(keys: readonly LockKeyNames[], token: string, timeoutMs: number, holdFor: number, shape?: LockShape): Promise<number> {
+  private releaseNow(keys: readonly LockKeyNames[], token: string, timeoutMs: number, holdFor: number, shape: LockShape | undefined, announce: boolean): Promise<number> {
     // Not async (a hot path): like run(), it throws StoreClosedError synchronously once closed.
     if (isPermit(shape)) {
       const key = keys[0];
       const args = [token, Math.max(0, Math.ceil(holdFor)), key.channel];
       return this.run(PERMIT_RELEASE, [key.lockKey, key.permitsKey], args, timeoutMs, keys).then(Number);
     }
-    const names = keys.map((key) => key.lockKey);
-    const args: RedisArgument[] = [token, Math.max(0, Math.ceil(holdFor))];
+    const names: string[] = [];
+    for (const key of keys) names.push(key.lockKey);
+    for (const key of keys) names.push(key.awaitedKey);
+    const args: RedisArgument[] = [token, Math.max(0, Math.ceil(holdFor)), announce ? 1 : 0];
     for (const key of keys) args.push(key.channel);
     return this.run(RELEASE, names, args, timeoutMs, keys).then(Number);
   }
@@ -812,4 +825,15 @@ async function settledOrTimedOut(promise: Promise<unknown>, ms: number): Promise
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * What ACQUIRE_SCRIPT answers: a single key's fence when granted, else a status array (see the script). The
+ * client adapters pass integers as numbers.
+ */
+type AcquireScriptReply = number | readonly unknown[];
+
+/** Whether a granting script's answer is a grant (see ACQUIRE_SCRIPT: a bare fence for one key, else status 1). */
+function isGrant(answer: unknown): boolean {
+  return Array.isArray(answer) ? Number(answer[0]) === 1 : typeof answer === 'number';
 }

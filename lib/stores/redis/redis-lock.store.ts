@@ -108,15 +108,17 @@ export class RedisLockStore implements LockStore {
     }
     let released: Promise<number>;
     try {
-      released = this.node.release(keys, token, this.timeout(undefined), holdFor, shape);
+      released = this.node.release(keys, token, this.timeout(undefined), holdFor, shape, this.hub.watched(keys));
     } catch (error) {
       // Refused before sending (the store closed).
       throw this.unavailable(error, keys, 'release');
     }
     // The release is now queued on the connection: a local waiter woken here sends its attempt on the
     // same connection right behind it, so Redis runs that attempt just after the delete — a handover in
-    // one round trip. The PUBLISH of this release carries the same token, and the hub counts it once.
-    // Not for a hold-over (minHold): the key stays held, and its PUBLISH tells the waiters how long.
+    // one round trip. The PUBLISH of this release (announced, since this process watches the key) carries
+    // the same token, and the hub counts it once.
+    // Not for a hold-over (minHold): the key stays held, and its PUBLISH (where a waiter was refused, or with
+    // this process watching) tells the waiters how long.
     if (holdFor <= 0) for (const key of keys) this.hub.handOver(key.channel, token);
     // A callback, not an await: one promise layer less on the hot path.
     return released.then(

@@ -92,7 +92,8 @@ export class RedlockLockStore implements LockStore {
         await Promise.allSettled(this.nodes.map((node) => node.unsubscribe(channel)));
       },
     });
-    // Every node that held a released lock announces it, with the releasing token: the hub counts it once.
+    // Every node that held a released lock announces it (where an attempt was refused there, or this process
+    // watches the key: see RELEASE_SCRIPT), with the releasing token: the hub counts it once.
     for (const node of this.nodes) node.onRelease((channel, token) => this.hub.announce(channel, token));
   }
 
@@ -412,11 +413,14 @@ export class RedlockLockStore implements LockStore {
     // otherwise never release (review L2). A mutex or a reader still needs its usual majority.
     const quorum = shape?.kind === 'semaphore' ? this.nodes.length - this.quorumFor(shape) + 1 : this.quorumFor(shape);
     // With holdFor (minHold): every node that granted keeps the lease until grant + minHold.
-    const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].release(keys, token, timeout, holdFor, shape));
+    const announce = this.hub.watched(keys);
+    const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].release(keys, token, timeout, holdFor, shape, announce));
     // The deletes are now queued on every node's connection: a local waiter woken here sends its attempt
     // right behind them on the same connections, so each node runs it just after the delete (a handover in
-    // one round trip). The nodes' PUBLISH of this release carry the same token, and the hub counts it once.
-    // Not for a hold-over (minHold): the key stays held, and the PUBLISH tells the waiters how long.
+    // one round trip). The nodes' PUBLISH of this release (announced, since this process watches the key)
+    // carry the same token, and the hub counts it once.
+    // Not for a hold-over (minHold): the key stays held, and the PUBLISH (where a waiter was refused, or with
+    // this process watching) tells the waiters how long.
     if (holdFor <= 0) for (const key of keys) this.hub.handOver(key.channel, token);
     const verdict = await round.decide<Verdict>((answers) => {
       let released = 0;
@@ -613,8 +617,9 @@ export class RedlockLockStore implements LockStore {
     announce = false,
   ): Promise<void> {
     const answered = new Map(round.answersSoFar().map((answer) => [answer.node, answer]));
+    const watched = announce && this.hub.watched(keys);
     const undo = (node: RedisLockNode): Promise<void> =>
-      (announce ? node.release(keys, token, timeout, 0, shape) : node.undo(keys, token, timeout, shape)).then(
+      (announce ? node.release(keys, token, timeout, 0, shape, watched) : node.undo(keys, token, timeout, shape)).then(
         () => undefined,
         () => undefined,
       );

@@ -8,6 +8,7 @@ const names = (key: string): LockKeyNames => ({
   channel: `${key}:c`,
   permitsKey: `${key}:p`,
   writerKey: `${key}:w`,
+  awaitedKey: `${key}:a`,
 });
 
 function hubWithLog() {

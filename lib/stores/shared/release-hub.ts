@@ -185,6 +185,17 @@ export class ReleaseHub {
     if (state) state.localStreak = 0;
   }
 
+  /**
+   * Whether callers of this process wait for a release of one of the keys (an open watch): a release of this
+   * process then asks to be announced whether or not the key is marked awaited, since a caller may sleep
+   * without having attempted (a newcomer queued behind the sleepers), and every MAX_LOCAL_HANDOVERS-th release
+   * wakes the local waiters through its announcement only (see handOver).
+   */
+  watched(keys: readonly LockKeyNames[]): boolean {
+    for (const key of keys) if ((this.channels.get(key.channel)?.watchers ?? 0) > 0) return true;
+    return false;
+  }
+
   /** Whether single-key waiters of this process sleep on one of the keys (multi-key ones may be blocked elsewhere). */
   hasSleepers(keys: readonly LockKeyNames[]): boolean {
     for (const key of keys) {

@@ -37,8 +37,8 @@ async function main(): Promise<void> {
         await client.evalsha(compareAndDelete, 1, '{c}', value);
       },
       'cycle: our acquire + release scripts': async () => {
-        await client.evalsha(acquire, 2, '{c}', '{c}:f', value, 30_000);
-        await client.evalsha(release, 1, '{c}', value, 0, 'c:{c}');
+        await client.evalsha(acquire, 3, '{c}', '{c}:f', '{c}:a', value, 30_000);
+        await client.evalsha(release, 2, '{c}', '{c}:a', value, 0, 0, 'c:{c}');
       },
     };
     const serverCpuMicros = async (): Promise<number> => {
