@@ -24,8 +24,9 @@ end
 `;
 
 /**
- * KEYS: lock keys 1..n, then fence keys 1..n, then awaited marks 1..n. ARGV: token, ttl (ms), and '1' when
- * the caller makes no further attempt (tryAcquire, `wait: 0`, its wait's last attempt).
+ * KEYS: lock keys 1..n, then fence keys 1..n, then awaited marks 1..n. ARGV: token, ttl (ms), and '0' when
+ * the caller makes no further attempt (tryAcquire, `wait: 0`, its wait's last attempt), as the read-write and
+ * permit scripts take it; absent otherwise, so the hot path sends two arguments.
  * Sets every lock key NX PX (all or none: keys set before a busy one are deleted again in the same script;
  * a key already holding this token counts as set, see below), then bumps each key's fence counter (which
  * never expires). A refusal by a lease marks the key awaited, so that its release is announced; not for a
@@ -53,7 +54,7 @@ for i = 1, n do
         if pttl == -1 then return {-1, i} end
         holder = ''
       end
-      if ARGV[3] ~= '1' then mark_awaited(KEYS[2 * n + i], pttl) end
+      if ARGV[3] ~= '0' then mark_awaited(KEYS[2 * n + i], pttl) end
       return {0, pttl, holder}
     end
   end

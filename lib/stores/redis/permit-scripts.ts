@@ -76,7 +76,7 @@ local kind = redis.call('TYPE', set).ok
 if kind == 'string' then
   if wanted == 'read' then
     local pttl = redis.call('PTTL', set)
-    if ARGV[5] == '1' then mark_awaited(KEYS[5], pttl) end
+    if ARGV[5] ~= '0' then mark_awaited(KEYS[5], pttl) end
     return {0, pttl}
   end
   return {-3, 'mutex'}
@@ -98,7 +98,7 @@ if wanted == 'read' then
   local waiting = redis.pcall('GET', writer)
   if type(waiting) == 'string' then
     local pttl = redis.call('PTTL', writer)
-    if ARGV[5] == '1' then mark_awaited(KEYS[5], pttl) end
+    if ARGV[5] ~= '0' then mark_awaited(KEYS[5], pttl) end
     return {0, pttl}
   end
 end

@@ -267,7 +267,7 @@ export class RedisLockNode {
     for (const key of keys) names.push(key.fenceKey);
     for (const key of keys) names.push(key.awaitedKey);
     // A last attempt leaves no awaited mark (see ACQUIRE_SCRIPT); the others send two arguments, as before.
-    const args: RedisArgument[] = final ? [token, ttl, 1] : [token, ttl];
+    const args: RedisArgument[] = final ? [token, ttl, 0] : [token, ttl];
     if (!attempt) {
       return this.granting(ACQUIRE, names, args, keys, token, timeoutMs).then((reply) => this.acquired(reply as AcquireScriptReply, keys, token, ttl, timeoutMs, final));
     }
