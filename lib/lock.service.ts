@@ -205,6 +205,11 @@ export class LockService implements OnApplicationShutdown {
     }
   }
 
+  /** @internal LeaseHost: `work` goes on without a caller (a lost lease's deletion); shutdown waits for it. */
+  inBackground(work: Promise<unknown>): void {
+    void this.inFlight.track(work);
+  }
+
   /** @internal LeaseHost: a lease ended (released or lost). */
   ended(lease: Lease): void {
     this.held.delete(lease);

@@ -14,6 +14,8 @@ export interface LeaseHost {
   ended(lease: Lease): void;
   /** Releases `lock`, logging a failure instead of throwing it (withLock's release; `await using`'s too). */
   releaseQuietly(lock: Lock): Promise<void>;
+  /** Lets `work` (which must never reject unhandled) finish without a caller; shutdown waits for it before closing the store. */
+  inBackground(work: Promise<unknown>): void;
 }
 
 export interface LeaseTerms {
@@ -158,10 +160,14 @@ export class Lease implements ScheduledTask {
     // Released before minHold: left in place, still under this token, to expire at grant + minHold.
     const holdFor = Math.ceil(this.terms.minHoldUntil - performance.now());
     const released = this.host.store.release(this.terms.names, this.terms.value, Math.max(0, holdFor), this.terms.shape);
-    // A lease already known lost answers false whatever the store says: its holder was told of the loss (signal,
-    // warning, 'lost' event), and a deletion that fails (Redis unreachable, the usual cause of the loss) leaves it
-    // to expire, as it would have. Thrown, it would replace the caller's own error in a `finally` or `await using`.
-    return wasHeld ? released : released.then(notReleased, notReleased);
+    if (wasHeld) return released;
+    // A lease already known lost answers false whatever the store says, so at once: its holder was told of the
+    // loss (signal, warning, 'lost' event), and with Redis unreachable (the usual cause of the loss) waiting for
+    // the deletion would hold withLock's, @Locked's or `await using`'s result back by a whole command timeout. The
+    // deletion still goes out, ahead of whatever this process sends on the connection next; one that fails leaves
+    // the lease to expire, as it would have. Thrown, it would replace the caller's own error in a `finally`.
+    this.host.inBackground(released.then(notReleased, notReleased));
+    return Promise.resolve(false);
   }
 
   /** Declares the lease lost now (its signal aborts with `reason`); release() still deletes it in the store. */

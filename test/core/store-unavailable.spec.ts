@@ -112,6 +112,49 @@ describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('
     expect(unhandled.reasons).toEqual([]);
   });
 
+  it('a lock already known lost is answered at once, Redis paused: release() is false, withLock and await using return their own result', async () => {
+    // The command timeout far beyond the bound: an answer that waited for Redis (or for the timeout) could not come in time.
+    const app = await createLockApp(store.options({ ttl: TTL_MS, commandTimeout: 60_000 }));
+    const errors = vi.spyOn(Logger.prototype, 'error');
+    let paused = false;
+    try {
+      const { locks } = app;
+      await warmUp(locks);
+      const held = await locks.acquire(uniqueKey('lost-released'));
+      const heldLost = abortedAt(held.signal);
+      let withLockRan = false;
+      const viaWithLock = locks.withLock(uniqueKey('lost-with-lock'), async (lock) => {
+        withLockRan = true;
+        await abortedAt(lock.signal);
+        return 'the callback result';
+      });
+      const disposed = await locks.acquire(uniqueKey('lost-disposed'));
+      const viaAwaitUsing = (async () => {
+        await using lock = disposed;
+        await abortedAt(lock.signal);
+        return 'the block result';
+      })();
+      await eventually(async () => withLockRan, BOUND_MS, 'withLock holding its lock');
+
+      for (const server of store.servers) server.pause();
+      paused = true;
+      // No renewal is answered: each lease's validity runs out and its signal aborts.
+      await within(heldLost, TTL_MS + BOUND_MS, 'the held lock lost');
+      expect(await within(held.release(), BOUND_MS, 'release() of a lost lock, Redis paused')).toBe(false);
+      expect(await within(viaWithLock, BOUND_MS, 'withLock over a lost lock, Redis paused')).toBe('the callback result');
+      expect(await within(viaAwaitUsing, BOUND_MS, 'await using over a lost lock, Redis paused')).toBe('the block result');
+      // None of those answers came from Redis, still paused. A lost lock's release is no failure to log.
+      expect(errors).not.toHaveBeenCalled();
+    } finally {
+      if (paused) for (const server of store.servers) server.resume();
+      errors.mockRestore();
+      // The deletions sent meanwhile are answered now; the module closes after them.
+      await within(app.close(), BOUND_MS, 'closing the module');
+    }
+    await sleep(200);
+    expect(unhandled.reasons).toEqual([]);
+  });
+
   it('an outage is logged once per connection and error, not at each reconnection attempt, and its end once (trial 6)', async () => {
     const warnings = vi.spyOn(Logger.prototype, 'warn');
     const logs = vi.spyOn(Logger.prototype, 'log');
