@@ -25,15 +25,16 @@ function rawOf(value: unknown): unknown {
  * While watched nothing has been written, so any 'close' of the response means the client left (an HTTP/2
  * stream reports itself finished once reset, so finished-or-not cannot be asked). On HTTP/1.1 the socket is
  * watched too: a request pipelined behind another on its connection gets no 'close' of its own response when
- * the connection drops. Not the request's own 'close': on Node 20 it fires as soon as the body is read. Other
- * transports have no such signal here (an SSE client, an Observable's subscriber, is handled by its
- * unsubscription).
+ * the connection drops. Not the request's own 'close': on Node 20 it fires as soon as the body is read. A GraphQL
+ * operation over HTTP is watched alike: its response cannot have ended while one of its fields still waits for a
+ * lock, so a 'close' then is the client's too. Other transports have no such signal here (an SSE client or
+ * a WebSocket client, an Observable's subscriber, is handled by its unsubscription).
  */
 export function watchHttpClientGone(context: ExecutionContext, gone: () => void): () => void {
-  if (context.getType() !== 'http') return noop;
-  const http = context.switchToHttp();
-  const response = rawOf(http.getResponse());
-  const request = rawOf(http.getRequest()) as { httpVersionMajor?: number; socket?: unknown } | undefined;
+  const exchange = httpExchangeOf(context);
+  if (!exchange) return noop;
+  const response = rawOf(exchange.response);
+  const request = rawOf(exchange.request) as { httpVersionMajor?: number; socket?: unknown } | undefined;
   const socket = request?.httpVersionMajor === 1 ? request.socket : undefined;
   const watched = [response, socket].filter(isClosable);
   if (watched.length === 0) return noop;
@@ -52,6 +53,33 @@ export function watchHttpClientGone(context: ExecutionContext, gone: () => void)
   };
   for (const emitter of watched) emitter.once('close', onClose);
   return stop;
+}
+
+/** What a GraphQL operation's context may hold of the HTTP exchange that carried it. */
+interface GraphQLHttpContext {
+  /** Express (Apollo, and Nest's default context): the request, whose `res` Express sets. */
+  readonly req?: { readonly res?: unknown };
+  readonly res?: unknown;
+  /** Fastify (Mercurius): the reply, whose `request` Fastify sets. */
+  readonly reply?: { readonly request?: unknown };
+}
+
+/**
+ * The request and response of an HTTP route, or of a GraphQL operation served over HTTP (from its context:
+ * `req` / `res` on Express, `reply` on Fastify); undefined for every other transport, and for a GraphQL
+ * operation without them (a subscription over WebSocket, a context built without the request).
+ */
+function httpExchangeOf(context: ExecutionContext): { readonly request: unknown; readonly response: unknown } | undefined {
+  const type: string = context.getType();
+  if (type === 'http') {
+    const http = context.switchToHttp();
+    return { request: http.getRequest(), response: http.getResponse() };
+  }
+  if (type !== 'graphql') return undefined;
+  const graphqlContext = context.getArgByIndex<GraphQLHttpContext | undefined>(2);
+  const response = graphqlContext?.res ?? graphqlContext?.req?.res ?? graphqlContext?.reply;
+  const request = graphqlContext?.req ?? graphqlContext?.reply?.request;
+  return response === undefined ? undefined : { request, response };
 }
 
 function noop(): void {}

@@ -2,11 +2,14 @@ import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
 import { Injectable } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { Args, GraphQLModule, Mutation, Query, Resolver } from '@nestjs/graphql';
+import { request as httpRequest } from 'node:http';
 import request from 'supertest';
-import { LockErrorFilter } from '../../../lib';
+import { LockErrorFilter, LockService } from '../../../lib';
+import { LockKeyNamer } from '../../../lib/keys';
 import { Locked } from '../../../lib/decorators';
 import { startRedis, type RedisProcess } from '../../support/redis-server';
-import { Gates } from '../helpers/gates';
+import { waiterAsleep } from '../../support/waiters';
+import { Gates, eventually } from '../helpers/gates';
 import { RecordingLogger, startHttpApp, type HttpTransportApp } from '../helpers/transport-apps';
 
 /**
@@ -16,6 +19,8 @@ import { RecordingLogger, startHttpApp, type HttpTransportApp } from '../helpers
  */
 
 const gates = new Gates();
+/** Every rebuild that got into its resolver, by id, in order. */
+const rebuilt: string[] = [];
 /** What the client is told: not the advice about the 'wait' option, which only the developer can set. */
 const BUSY_MESSAGE = (key: string) =>
   `Lock on "${key}" not acquired: held by another owner. Retry later.`;
@@ -51,6 +56,15 @@ class OrdersResolver {
     return `paid ${id}`;
   }
 
+  /** Waits for a busy key (the other mutations do not). */
+  @Mutation(() => String, { nullable: true })
+  @Locked('gql-report:{data.id}', { wait: 10_000 })
+  async rebuild(@Args('id', { type: () => String, nullable: true }) id?: string) {
+    rebuilt.push(String(id));
+    await gates.get(`report ${id}`).pass();
+    return `rebuilt ${id}`;
+  }
+
   /** Not @Locked itself: the service method it calls is. */
   @Mutation(() => String, { nullable: true })
   capture(@Args('id', { type: () => String, nullable: true }) id?: string) {
@@ -69,7 +83,7 @@ describe('lock errors over GraphQL (Apollo, code-first; real Nest app, real Redi
   const logger = new RecordingLogger();
 
   /** One mutation, sent at once; `id` omitted when undefined. */
-  const mutate = (field: 'pay' | 'capture', id?: string): Promise<GraphQLAnswer> =>
+  const mutate = (field: 'pay' | 'capture' | 'rebuild', id?: string): Promise<GraphQLAnswer> =>
     request(http.server)
       .post('/graphql')
       .send({ query: `mutation ($id: String) { ${field}(id: $id) }`, variables: id === undefined ? {} : { id } })
@@ -149,6 +163,35 @@ describe('lock errors over GraphQL (Apollo, code-first; real Nest app, real Redi
       extensions: { code: 'LOCK_INVALID_KEY' },
     });
     expect(logger.since(mark, 'error')).toEqual([]);
+  });
+
+  it('a client that disconnects while its mutation waits for a busy key: the wait ends, the resolver never runs for it', async () => {
+    const id = 'gone-1';
+    const locks = http.app.get(LockService);
+    const held = mutate('rebuild', id);
+    await gates.get(`report ${id}`).reached();
+
+    // Sent on a socket of its own, then dropped before any answer.
+    const leaver = httpRequest(`${http.baseUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+    leaver.on('error', () => undefined); // the socket this test destroys
+    leaver.end(JSON.stringify({ query: 'mutation ($id: String) { rebuild(id: $id) }', variables: { id } }));
+    await waiterAsleep(locks, `gql-report:${id}`);
+    const mark = logger.entries.length;
+    leaver.destroy();
+    const names = [new LockKeyNamer('lock:').names(`gql-report:${id}`)];
+    await eventually(async () => !locks.store.hasWaiters(names), 5_000, 'the disconnected mutation stopped waiting');
+
+    gates.get(`report ${id}`).open();
+    expect((await held).body).toEqual({ data: { rebuild: `rebuilt ${id}` } });
+    expect((await mutate('rebuild', id)).body).toEqual({ data: { rebuild: `rebuilt ${id}` } });
+    // The holder and the next client; the one that left never got in (it would have, before the next).
+    expect(rebuilt.filter((entry) => entry === id)).toHaveLength(2);
+    expect(logger.since(mark, 'error')).toEqual([]);
+    expect(logger.since(mark, 'debug')).toContainEqual({
+      level: 'debug',
+      context: 'LockInterceptor',
+      message: 'Stopped waiting for "gql-report:{data.id}": the HTTP client disconnected while the request waited for its lock',
+    });
   });
 
   describe('Redis down (the server killed)', () => {
