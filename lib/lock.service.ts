@@ -236,6 +236,8 @@ export class LockService implements OnApplicationShutdown {
       // Revoked first: code still running under these locks sees its signal abort before another
       // instance can take the keys.
       for (const lease of leases) lease.revoke(SHUTTING_DOWN);
+      // Revoked, they are lost leases: release() answers at once, their deletions tracked in inFlight (waited
+      // for below), except where callers of this process wait for the key (answered after the deletion).
       const releases = Promise.allSettled(leases.map((lease) => lease.release()));
       await Promise.race([releases, sleep(SHUTDOWN_RELEASE_TIMEOUT_MS)]);
     }

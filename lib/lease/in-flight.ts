@@ -26,7 +26,8 @@ export class InFlight {
   /**
    * Resolves once nothing tracked is in flight (never rejects). Shutdown calls it after refusing new
    * attempts, so what is in flight then only winds down: attempts already sent (and the take-back of one
-   * granted too late), hand-overs being dealt with, and writers' withdrawals.
+   * granted too late), hand-overs being dealt with, writers' withdrawals, and the deletions of leases already
+   * known lost (every lease shutdown revokes among them), which nobody awaits.
    */
   settled(): Promise<void> {
     if (this.pending === 0) return Promise.resolve();

@@ -159,14 +159,22 @@ export class Lease implements ScheduledTask {
     // A lease believed lost may still sit in Redis (its renewal just came too late): delete it anyway.
     // Released before minHold: left in place, still under this token, to expire at grant + minHold.
     const holdFor = Math.ceil(this.terms.minHoldUntil - performance.now());
+    // Asked before the store is: a release may hand the key to one of them, which takes it off that list.
+    const othersWaitHere = !wasHeld && this.host.store.hasWaiters(this.terms.names);
     const released = this.host.store.release(this.terms.names, this.terms.value, Math.max(0, holdFor), this.terms.shape);
     if (wasHeld) return released;
-    // A lease already known lost answers false whatever the store says, so at once: its holder was told of the
-    // loss (signal, warning, 'lost' event), and with Redis unreachable (the usual cause of the loss) waiting for
-    // the deletion would hold withLock's, @Locked's or `await using`'s result back by a whole command timeout. The
-    // deletion still goes out, ahead of whatever this process sends on the connection next; one that fails leaves
-    // the lease to expire, as it would have. Thrown, it would replace the caller's own error in a `finally`.
-    this.host.inBackground(released.then(notReleased, notReleased));
+    // A lease already known lost answers false whatever the store says: its holder was told of the loss (signal,
+    // warning, 'lost' event), and a deletion that fails (Redis unreachable, the usual cause of the loss) leaves
+    // it to expire, as it would have. Thrown, it would replace the caller's own error in a `finally`.
+    const answered = released.then(notReleased, notReleased);
+    // Waited for when callers of this process wait for the keys: the release may be handing the key to one of
+    // them, and a caller answered before that hand-over could take the key back first (review session 16, M1).
+    if (othersWaitHere) return answered;
+    // Otherwise answered at once: with Redis unreachable, waiting for the deletion would hold withLock's,
+    // @Locked's or `await using`'s result back by a whole command timeout. The deletion is already queued on
+    // the store's connections, ahead of this LockService's later commands (unless the server lost the script
+    // and it is sent again), and shutdown waits for it within its budget.
+    this.host.inBackground(answered);
     return Promise.resolve(false);
   }
 

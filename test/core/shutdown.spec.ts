@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockModuleOptions, LockUnavailableError } from '../../lib';
+import { findLeaseKeys } from './helpers/lease-keys';
 import { rejectionOf } from './helpers/timing';
 import { CLIENT_FAMILIES, type LentClient } from '../support/client-families';
 import { connected, createLockApp, trackLockApps, uniqueKey } from '../support/lock-app';
@@ -72,6 +73,23 @@ describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('
     await closing.close();
     expect(await observer.locks.isLocked(key)).toBe(false);
     await running;
+  });
+
+  it('app.close() with Redis paused for a while: the held lock is still deleted once Redis answers again', async () => {
+    const closing = await createLockApp(store.options({ ttl: 30_000 }));
+    const key = uniqueKey('paused-at-close');
+    await closing.locks.acquire(key);
+    for (const server of store.servers) server.pause();
+    // Resumed after the 1 s a connection's QUIT may take, within the 2 s shutdown waits for its releases.
+    const resumed = sleep(1_200).then(() => {
+      for (const server of store.servers) server.resume();
+    });
+    try {
+      await closing.close();
+    } finally {
+      await resumed;
+    }
+    for (const server of store.servers) expect(await findLeaseKeys(server, key)).toEqual([]);
   });
 
   it('an owned client (URL) is closed on shutdown: its connections are gone', async () => {

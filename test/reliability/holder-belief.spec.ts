@@ -36,6 +36,9 @@ describe('the holder\'s belief never outlives the lease in Redis', () => {
     expect(holder.signal.reason).toBeInstanceOf(LockLostError);
     expect(successor.fence).toBeGreaterThan(holder.fence);
     expect(await holder.release()).toBe(false);
+    // Asked on the stale holder's own connection, so after its deletion ran (a lost lock's release() answers
+    // without waiting for it): that deletion left the successor's lease alone.
+    expect(await first.locks.isLocked(key)).toBe(true);
     expect(await successor.release()).toBe(true);
   });
 });
