@@ -1,9 +1,10 @@
 import { HttpException, type ExecutionContext } from '@nestjs/common';
 
-/** What this file uses of Node's response and request streams (and of a socket): a 'close' event. */
+/** What this file uses of Node's response and request streams (and of a socket): a 'close' event, `destroyed`. */
 interface Closable {
   once(event: 'close', listener: () => void): unknown;
   off(event: 'close', listener: () => void): unknown;
+  readonly destroyed?: boolean;
 }
 
 function isClosable(value: unknown): value is Closable {
@@ -17,18 +18,22 @@ function rawOf(value: unknown): unknown {
 }
 
 /**
- * Calls `gone` once if the HTTP client of `context` disconnects while watched: LockInterceptor watches from
- * the first attempt until the lock is taken, so that a @Locked request waiting for its key stops waiting
- * (Nest keeps running a request whose client left, which would otherwise take the lock and run the handler
- * for nobody, holding off the clients still there). Returns the function that stops watching.
+ * Calls `gone` once if the HTTP client of `context` disconnects while watched, or at once when its connection is
+ * already closed: LockInterceptor watches from the first attempt until the lock is taken, so that a @Locked
+ * request waiting for its key stops waiting (Nest keeps running a request whose client left, which would
+ * otherwise take the lock and run the handler for nobody, holding off the clients still there). Returns the
+ * function that stops watching.
  *
- * While watched nothing has been written, so any 'close' of the response means the client left (an HTTP/2
+ * The response's 'close' while watched means the client left: an HTTP route has written nothing yet (an HTTP/2
  * stream reports itself finished once reset, so finished-or-not cannot be asked). On HTTP/1.1 the socket is
- * watched too: a request pipelined behind another on its connection gets no 'close' of its own response when
- * the connection drops. Not the request's own 'close': on Node 20 it fires as soon as the body is read. A GraphQL
- * operation over HTTP is watched alike: its response cannot have ended while one of its fields still waits for a
- * lock, so a 'close' then is the client's too. Other transports have no such signal here (an SSE client or
- * a WebSocket client, an Observable's subscriber, is handled by its unsubscription).
+ * watched too: a request pipelined behind another on its connection gets no 'close' of its own response when the
+ * connection drops. Not the request's own 'close': on Node 20 it fires as soon as the body is read.
+ *
+ * A GraphQL operation over HTTP is watched alike, each of its @Locked fields on its own. Its response may end
+ * while a field still waits only when it can no longer carry that field's result (graphql-js answers at once when
+ * a non-null sibling fails): stopping that wait then is right too, although the client did not leave. Other
+ * transports have no such signal here (an SSE client or a WebSocket client, an Observable's subscriber, is
+ * handled by its unsubscription).
  */
 export function watchHttpClientGone(context: ExecutionContext, gone: () => void): () => void {
   const exchange = httpExchangeOf(context);
@@ -38,26 +43,67 @@ export function watchHttpClientGone(context: ExecutionContext, gone: () => void)
   const socket = request?.httpVersionMajor === 1 ? request.socket : undefined;
   const watched = [response, socket].filter(isClosable);
   if (watched.length === 0) return noop;
+  // Closed before watching began (a GraphQL mutation runs after the ones before it, the client may be gone by
+  // then): its 'close' has been emitted already and will not come again.
+  if (watched.some((emitter) => emitter.destroyed === true)) {
+    gone();
+    return noop;
+  }
   let stopped = false;
   const stop = (): void => {
     if (stopped) return;
     stopped = true;
-    for (const emitter of watched) emitter.off('close', onClose);
+    for (const unwatch of unwatchers) unwatch();
   };
   const onClose = (): void => {
-    // The socket's 'close' emits the response's first, and an emitter calls every listener it had when the
-    // event began: the second call comes even though the first removed it.
+    // The socket's 'close' emits the response's first: the second call is not reported again.
     if (stopped) return;
     stop();
     gone();
   };
-  for (const emitter of watched) emitter.once('close', onClose);
+  const unwatchers = watched.map((emitter) => onceClosed(emitter, onClose));
   return stop;
+}
+
+/** The callers watching one response or socket, and the one 'close' listener they share. */
+interface SharedWatch {
+  readonly callers: Set<() => void>;
+  readonly listener: () => void;
+}
+
+/**
+ * One 'close' listener per emitter, however many callers watch it: the @Locked fields of one GraphQL request
+ * share its response and socket, and a listener each made Node warn of a leak (MaxListenersExceededWarning)
+ * on every request with eight such fields or more (review of session 16).
+ */
+const sharedWatches = new WeakMap<Closable, SharedWatch>();
+
+/** Calls `onClose` when `emitter` closes; returns the function that stops that. */
+function onceClosed(emitter: Closable, onClose: () => void): () => void {
+  let watch = sharedWatches.get(emitter);
+  if (!watch) {
+    const callers = new Set<() => void>();
+    const listener = (): void => {
+      sharedWatches.delete(emitter);
+      for (const caller of [...callers]) caller();
+    };
+    watch = { callers, listener };
+    sharedWatches.set(emitter, watch);
+    emitter.once('close', listener);
+  }
+  const { callers, listener } = watch;
+  callers.add(onClose);
+  return () => {
+    callers.delete(onClose);
+    if (callers.size > 0 || sharedWatches.get(emitter)?.listener !== listener) return;
+    sharedWatches.delete(emitter);
+    emitter.off('close', listener);
+  };
 }
 
 /** What a GraphQL operation's context may hold of the HTTP exchange that carried it. */
 interface GraphQLHttpContext {
-  /** Express (Apollo, and Nest's default context): the request, whose `res` Express sets. */
+  /** Nest's Apollo driver: the request (Express sets its `res`; on Fastify there is no response beside it). */
   readonly req?: { readonly res?: unknown };
   readonly res?: unknown;
   /** Fastify (Mercurius): the reply, whose `request` Fastify sets. */
@@ -65,9 +111,10 @@ interface GraphQLHttpContext {
 }
 
 /**
- * The request and response of an HTTP route, or of a GraphQL operation served over HTTP (from its context:
- * `req` / `res` on Express, `reply` on Fastify); undefined for every other transport, and for a GraphQL
- * operation without them (a subscription over WebSocket, a context built without the request).
+ * The request and response of an HTTP route, or of a GraphQL operation (from its context: `req` / `res` with
+ * Apollo on Express, `req` alone with Apollo on Fastify, `reply` with Mercurius; a subscription's context may
+ * hold its WebSocket's upgrade request, whose socket closing means the subscriber left); undefined for every
+ * other transport, and for a GraphQL context built without them.
  */
 function httpExchangeOf(context: ExecutionContext): { readonly request: unknown; readonly response: unknown } | undefined {
   const type: string = context.getType();
@@ -79,7 +126,8 @@ function httpExchangeOf(context: ExecutionContext): { readonly request: unknown;
   const graphqlContext = context.getArgByIndex<GraphQLHttpContext | undefined>(2);
   const response = graphqlContext?.res ?? graphqlContext?.req?.res ?? graphqlContext?.reply;
   const request = graphqlContext?.req ?? graphqlContext?.reply?.request;
-  return response === undefined ? undefined : { request, response };
+  // Apollo on Fastify puts the request alone in the context: its socket is watched (HTTP/1.1).
+  return response === undefined && request === undefined ? undefined : { request, response };
 }
 
 function noop(): void {}
@@ -93,6 +141,12 @@ const CLIENT_CLOSED_REQUEST = 499;
  * outside LockInterceptor (access logs, metrics) see a failed call rather than a success with no body.
  */
 export class ClientClosedRequestException extends HttpException {
+  /**
+   * Read by GraphQL servers (graphql-js copies a thrown error's `extensions`): the field error reads as a client
+   * that left, not as the INTERNAL_SERVER_ERROR that error reporters and Apollo plugins would otherwise count.
+   */
+  readonly extensions = { code: 'CLIENT_CLOSED_REQUEST' } as const;
+
   constructor() {
     super('the HTTP client disconnected while the request waited for its lock', CLIENT_CLOSED_REQUEST);
   }
