@@ -28,6 +28,7 @@ import type {
   LockStore,
   ReleaseWatch,
 } from './stores/lock-store.interface';
+import { safeMessage } from './errors/safe-cause';
 
 /** Every LockService of the process shares one view of which locks each async context holds. */
 const context = new LockContext();
@@ -201,7 +202,7 @@ export class LockService implements OnApplicationShutdown {
         this.logger.warn(`Lock on ${lock.keys.join(', ')} had already ended when released`);
       }
     } catch (error) {
-      this.logger.error(`Releasing the lock on ${lock.keys.join(', ')} failed: ${(error as Error).message}`);
+      this.logger.error(`Releasing the lock on ${lock.keys.join(', ')} failed: ${safeMessage(error)}`);
     }
   }
 

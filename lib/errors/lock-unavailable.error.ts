@@ -1,12 +1,6 @@
 import { formatKeys } from './format-keys';
 import { LockError } from './lock.error';
-import { SHUTTING_DOWN, STORE_CLOSED } from './unavailable-details';
-
-/**
- * Details for which Redis may be fine: the advice to check it would send an operator to the wrong place.
- * Looked for anywhere in the detail: a store's message may wrap them ("… for "k": the lock store is closed").
- */
-const NOT_REDIS = [SHUTTING_DOWN, STORE_CLOSED];
+import { unavailableAdvice } from './unavailable-advice';
 
 /**
  * The lock store could not be reached, or too few Redlock nodes answered to form a quorum. Raised by
@@ -20,7 +14,6 @@ export class LockUnavailableError extends LockError {
   ) {
     // Without keys (a health check's ping, a subscription): the store as such, not "for no keys".
     const which = keys.length > 0 ? ` for ${formatKeys(keys)}` : '';
-    const advice = NOT_REDIS.some((cause) => String(detail).includes(cause)) ? '' : ' Check that Redis is reachable.';
-    super(`Lock store unavailable${which}: ${detail}.${advice}`, options);
+    super(`Lock store unavailable${which}: ${detail}.${unavailableAdvice(String(detail), options?.cause)}`, options);
   }
 }

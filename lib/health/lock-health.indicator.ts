@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LOCK_STORE } from '../lock.constants';
 import type { NodeHealth, StoreHealthSource } from './store-health';
+import { safeMessage } from '../errors/safe-cause';
 
 /** The details of one lock store's health, as Terminus shows them under the check's key. */
 export type LockHealthDetails = {
@@ -41,7 +42,7 @@ export class LockHealthIndicator {
       const { up, ...health } = await this.store.health();
       details = { status: up ? 'up' : 'down', store: this.store.kind, ...health };
     } catch (error) {
-      details = { status: 'down', store: this.store.kind, message: error instanceof Error ? error.message : String(error) };
+      details = { status: 'down', store: this.store.kind, message: safeMessage(error) };
     }
     return { [key]: details } as LockHealthIndicatorResult<Key>;
   }

@@ -4,6 +4,7 @@ import { MIN_TTL_MS } from '../lock.constants';
 import type { Lock } from '../lock.interface';
 import type { LockKeyNames, LockShape, LockStore } from '../stores/lock-store.interface';
 import type { RenewalScheduler, ScheduledTask } from './renewal-scheduler';
+import { safeMessage } from '../errors/safe-cause';
 
 /** What a lease needs from the service that granted it. */
 export interface LeaseHost {
@@ -228,7 +229,7 @@ export class Lease implements ScheduledTask {
         return;
       }
       // Unreachable for now: keep the validity we have and try again soon; the deadline decides.
-      this.host.logger.warn(`Renewing the lock on ${this.keys.join(', ')} failed: ${(error as Error).message}`);
+      this.host.logger.warn(`Renewing the lock on ${this.keys.join(', ')} failed: ${safeMessage(error)}`);
       this.renewAt = performance.now() + Math.min(this.terms.ttl / 10, 200);
       this.reschedule();
       return;

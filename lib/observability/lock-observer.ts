@@ -6,6 +6,7 @@ import { LockEventStream } from './lock-event-stream';
 import { type AcquireOutcomeName, LockTelemetry } from './lock-telemetry';
 import { loadOptionalPeer, type OptionalPeer } from './optional-peer';
 import type { OtelApi, OtelSpan } from './otel-api';
+import { safeMessage } from '../errors/safe-cause';
 
 /** The package whose presence turns metrics and spans on. */
 export const OTEL_API_PACKAGE = '@opentelemetry/api';
@@ -92,7 +93,7 @@ export class LockObserver {
     // Cancelled calls and programming errors are the caller's own business, not lock events.
     if (outcome === 'busy') this.stream.emit({ ...this.common('busy', keys, label), waitedMs });
     else if (outcome === 'unavailable') {
-      this.stream.emit({ ...this.common('unavailable', keys, label), waitedMs, reason: (error as Error).message });
+      this.stream.emit({ ...this.common('unavailable', keys, label), waitedMs, reason: safeMessage(error) });
     }
   }
 

@@ -1,4 +1,5 @@
 import type { OtelApi, OtelAttributes, OtelCounter, OtelHistogram, OtelSpan, OtelTracer } from './otel-api';
+import { safeMessage } from '../errors/safe-cause';
 
 /** The instrumentation scope (meter and tracer name) of every metric and span below. */
 export const LOCK_INSTRUMENTATION_SCOPE = 'nestjs-redis-lock';
@@ -128,7 +129,7 @@ export class LockTelemetry {
     span.setAttribute(LOCK_ATTRIBUTES.outcome, outcome);
     // Busy is an answer, not a failure of the lock service; unreachable and unexpected errors are.
     if (error && outcome !== 'busy' && outcome !== 'cancelled') {
-      span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: error.message });
+      span.setStatus({ code: this.api.SpanStatusCode.ERROR, message: safeMessage(error) });
     }
     span.end();
   }

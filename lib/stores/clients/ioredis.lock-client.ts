@@ -8,6 +8,7 @@ import { quitOrDisconnect } from './quit';
 import { type ServerInfo, batchRefusal, fitsBatches } from './batch-fit';
 import { BatchedCall, batchArguments, batchScript } from './script-batch';
 import { CommandTimeoutError, expireAfter, withTimeout } from '../shared/with-timeout';
+import { safeMessage } from '../../errors/safe-cause';
 
 /** A command defineCommand added: `numkeys, ...keys, ...args`. */
 type DefinedScript = (numKeys: number, ...keysAndArgs: RedisArgument[]) => Promise<unknown>;
@@ -137,8 +138,8 @@ export class IoredisLockClient implements LockClient {
     // by their commands (rejected, or timed out by the store), so a warning is all it needs here.
     const log = new ConnectionLog(logger, label);
     connection.on('error', (error: Error) => {
-      this.connectionError = error.message;
-      log.error(error.message);
+      this.connectionError = safeMessage(error);
+      log.error(this.connectionError);
     });
     connection.on('ready', () => {
       this.connectionError = undefined;
@@ -155,7 +156,7 @@ export class IoredisLockClient implements LockClient {
    * connection it makes ('+node') its readiness itself.
    */
   private logClusterNodes(cluster: IoredisConnection, logs: ClusterNodeLogs): void {
-    cluster.on('node error', (error: Error, address: string) => logs.error(address, error.message));
+    cluster.on('node error', (error: Error, address: string) => logs.error(address, safeMessage(error)));
     cluster.on('+node', (node: ClusterNodeConnection) => {
       const address = `${node.options.host}:${node.options.port}`;
       node.on('ready', () => logs.ready(address));
@@ -330,7 +331,7 @@ export class IoredisLockClient implements LockClient {
         } else if (!this.batchesRefused) {
           this.batchesRefused = true;
           this.batches = false;
-          this.logger.warn(`Redis ${this.label}: a batch of script calls was refused (${error.message}); sending each call on its own from now on`);
+          this.logger.warn(`Redis ${this.label}: a batch of script calls was refused (${safeMessage(error)}); sending each call on its own from now on`);
         }
         // In the order they were made, each with what is left of its time.
         for (const call of calls) {

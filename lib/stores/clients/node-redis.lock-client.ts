@@ -4,6 +4,7 @@ import type { LockScript } from './lock-script';
 import { isClusterClient } from './client-shape';
 import { ClusterNodeLogs, ConnectionLog } from './connection-log';
 import { withTimeout } from '../shared/with-timeout';
+import { safeMessage } from '../../errors/safe-cause';
 
 type MessageListener = (message: string, channel: string) => void;
 
@@ -89,8 +90,8 @@ export class NodeRedisLockClient implements LockClient {
     const log = new ConnectionLog(logger, label);
     connection.on('error', (error: Error) => {
       this.scriptsSent.clear();
-      this.connectionError = error.message;
-      log.error(error.message);
+      this.connectionError = safeMessage(error);
+      log.error(this.connectionError);
     });
     connection.on('ready', () => {
       this.connectionError = undefined;
@@ -103,7 +104,7 @@ export class NodeRedisLockClient implements LockClient {
     const nodes = new ClusterNodeLogs(logger, label);
     connection.on('node-error', (error: Error, node: ClusterNodeInfo) => {
       this.scriptsSent.clear();
-      nodes.error(`${node.host}:${node.port}`, error.message);
+      nodes.error(`${node.host}:${node.port}`, safeMessage(error));
     });
     connection.on('node-ready', (node: ClusterNodeInfo) => nodes.ready(`${node.host}:${node.port}`));
     connection.on('node-reconnecting', () => this.scriptsSent.clear());
@@ -252,7 +253,7 @@ export class NodeRedisLockClient implements LockClient {
       (error: unknown) => {
         // Let the next command try again (commands sent meanwhile fail or time out on their own).
         this.connecting = undefined;
-        this.logger.warn(`Redis ${this.label}: cannot connect (${error instanceof Error ? error.message : String(error)})`);
+        this.logger.warn(`Redis ${this.label}: cannot connect (${safeMessage(error)})`);
       },
     );
     return this.connecting;

@@ -19,6 +19,7 @@ import {
 import { WITHDRAW_SCRIPT, WRITE_ACQUIRE_SCRIPT } from './read-write-scripts';
 import { ReplicasNotAcknowledgedError } from './replicas-not-acknowledged.error';
 import { SERVER_ID_SCRIPT } from './server-id-script';
+import { safeMessage } from '../../errors/safe-cause';
 
 /** The scripts, with their SHA; the names are what ioredis registers them as (namespaced, see LockScript). */
 const ACQUIRE = lockScript('nestLockAcquire', ACQUIRE_SCRIPT);
@@ -179,7 +180,7 @@ export class RedisLockNode {
    * a user can act on.
    */
   describeFailure(error: unknown): string {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = safeMessage(error);
     const connectionError = this.client.connectionError;
     return connectionError === undefined || message.includes(connectionError) ? message : `${message}; the connection's last error: ${connectionError}`;
   }

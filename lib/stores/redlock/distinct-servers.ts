@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { LockOptionsError } from '../../errors';
 import type { RedlockNode } from '../../lock-options.interface';
+import { safeMessage } from '../../errors/safe-cause';
 
 /** What the check needs of a Redlock node: its place in `nodes`, and the identity of the server behind it. */
 export interface IdentifiableNode {
@@ -84,7 +85,7 @@ export class DistinctServers {
     try {
       id = await node.serverId(timeoutMs);
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = safeMessage(error);
       // Down, slow or briefly refusing: asked again later. A refusal for good would only repeat.
       if (!REFUSED_FOR_GOOD.test(message)) return;
       this.logger.warn(`Cannot tell which Redis server ${node.label} is (${message}): it is left out of the check for two names of one server`);
