@@ -1,7 +1,7 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
 import type { Module } from '@nestjs/core/injector/module';
-import { redactedUrl } from './errors/redacted-url';
+import { describeStore } from './store-description';
 import { LOCK_OPTIONS } from './lock.constants';
 import type { ResolvedLockOptions } from './lock-options.interface';
 
@@ -50,15 +50,6 @@ function configuredModules(modules: readonly Module[]): ConfiguredLockModule[] {
     if (options != null) configured.push({ module, options });
   }
   return configured;
-}
-
-function describeStore(options: ResolvedLockOptions): string {
-  let store: string;
-  if (options.nodes !== undefined) store = `Redlock over ${options.nodes.length} nodes`;
-  else if (typeof options.redis === 'string') store = `Redis at ${redactedUrl(options.redis)}`;
-  else if (options.redis !== undefined) store = 'Redis (a client or options object)';
-  else store = 'the in-process store';
-  return `${store}, keyPrefix '${options.keyPrefix}'`;
 }
 
 /** Who imports it (not known for a global module: Nest binds a global module into every module). */

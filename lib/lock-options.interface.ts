@@ -131,7 +131,16 @@ export interface LockModuleOptions {
    * Default: ttl / 5, between 100 and 1000, and at most half the ttl.
    */
   commandTimeout?: number | undefined;
+  /**
+   * At application bootstrap, a Redis store is asked once whether it answers, and the answer logged in one
+   * line: 'warn' (default) logs a store that does not answer as a warning and boots; 'fail' fails the
+   * bootstrap with its LockUnavailableError; 'off' asks nothing.
+   */
+  startupCheck?: StartupCheck | undefined;
 }
+
+/** What the startup check does with a Redis store that does not answer (LockModuleOptions.startupCheck). */
+export type StartupCheck = 'warn' | 'fail' | 'off';
 
 /** The options after defaults were merged and every value was validated. */
 export interface ResolvedLockOptions {
@@ -148,4 +157,5 @@ export interface ResolvedLockOptions {
   readonly commandTimeout?: number;
   readonly instance: string;
   readonly minReplicas?: MinReplicas;
+  readonly startupCheck: StartupCheck;
 }

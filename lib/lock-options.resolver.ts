@@ -10,6 +10,7 @@ import type {
   RedisConnection,
   RedlockNode,
   ResolvedLockOptions,
+  StartupCheck,
 } from './lock-options.interface';
 
 /** The documented defaults (README, "Configuration"). */
@@ -22,6 +23,7 @@ export const LOCK_DEFAULTS = {
   minHold: 0,
   driftFactor: 0.01,
   reentrant: true,
+  startupCheck: 'warn',
 } as const;
 
 /** Every option LockModule knows: anything else is a typo that would silently fall back to a default. */
@@ -39,6 +41,7 @@ const KNOWN_OPTIONS: ReadonlySet<string> = new Set<keyof LockModuleOptions>([
   'commandTimeout',
   'instance',
   'minReplicas',
+  'startupCheck',
 ]);
 
 /** Merges the defaults into the module's options and validates every value, once, at bootstrap. */
@@ -113,7 +116,17 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     commandTimeout,
     instance: instanceName(given.instance),
     minReplicas,
+    startupCheck: startupCheck(given.startupCheck ?? LOCK_DEFAULTS.startupCheck),
   };
+}
+
+const STARTUP_CHECKS: readonly StartupCheck[] = ['warn', 'fail', 'off'];
+
+function startupCheck(value: unknown): StartupCheck {
+  if (!STARTUP_CHECKS.includes(value as StartupCheck)) {
+    throw new LockOptionsError('startupCheck', value, "'warn' (log a store that does not answer), 'fail' (fail the bootstrap) or 'off'");
+  }
+  return value as StartupCheck;
 }
 
 /** The settings one acquisition runs with: the call's options over the module's. */

@@ -16,6 +16,7 @@ import { LockExplorer } from './lock.explorer';
 import { LockInterceptor } from './lock.interceptor';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
 import { LockModuleCensus } from './lock-module-census';
+import { LockStartupCheck } from './lock-startup-check';
 import { LockService } from './lock.service';
 import { RetryAfterEstimator } from './retry-after.estimator';
 import { createLockStore } from './stores/lock-store.factory';
@@ -60,6 +61,7 @@ const NOT_CONFIGURED = Symbol('LockModule imported without forRoot()');
     LockExplorer,
     RetryAfterEstimator,
     LockModuleCensus,
+    LockStartupCheck,
     // Provided for the application to register (APP_FILTER, useGlobalFilters): never applied by the module itself.
     LockErrorFilter,
     // For @nestjs/terminus health checks; the library never loads Terminus itself (see the indicator).

@@ -39,7 +39,8 @@ export class LockHealthIndicator {
   async isHealthy<Key extends string = 'lock'>(key: Key = 'lock' as Key): Promise<LockHealthIndicatorResult<Key>> {
     let details: LockHealthDetails;
     try {
-      const { up, ...health } = await this.store.health();
+      // `error` is the startup check's; a health detail shows its message.
+      const { up, error: _error, ...health } = await this.store.health();
       details = { status: up ? 'up' : 'down', store: this.store.kind, ...health };
     } catch (error) {
       details = { status: 'down', store: this.store.kind, message: safeMessage(error) };

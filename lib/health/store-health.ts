@@ -16,6 +16,8 @@ export type StoreHealth = {
   readonly latencyMs?: number;
   /** Why it is down. */
   readonly message?: string;
+  /** Why it is down, as the error a lock call would meet (the startup check throws it; health shows `message`). */
+  readonly error?: Error;
   /** Redlock: how many nodes must answer. */
   readonly quorum?: number;
   readonly nodes?: readonly NodeHealth[];

@@ -41,8 +41,8 @@ describe('LockModule with a lent client of each family', () => {
       const baseline = await connections(servers[0]);
       const holder = await apps.start({ redis: lent.client as LockModuleOptions['redis'] });
       const waiter = await apps.start({ redis: lent.client as LockModuleOptions['redis'] });
-      // Nothing is opened before the first lock (connected on first use).
-      expect(await connections(servers[0])).toBe(baseline);
+      // The startup check connects each module's lock connection at bootstrap; no subscriber before a wait.
+      expect(await connections(servers[0])).toBe(baseline + 2);
 
       const key = uniqueKey(name);
       const held = await holder.locks.acquire(key);

@@ -221,7 +221,8 @@ export class RedisLockStore implements LockStore {
       await this.node.ping(this.timeout(undefined));
       return { up: true, latencyMs: roundMs(performance.now() - startedAt) };
     } catch (error) {
-      return { up: false, message: this.unavailable(error, [], 'ping').message };
+      const unavailable = this.unavailable(error, [], 'ping');
+      return { up: false, message: unavailable.message, error: unavailable };
     }
   }
 

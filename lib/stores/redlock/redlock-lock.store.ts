@@ -534,14 +534,12 @@ export class RedlockLockStore implements LockStore {
     );
     const up = nodes.filter((node) => node.status === 'up').length;
     const failure = this.servers.failure();
-    if (failure) return { up: false, quorum: this.quorum, nodes, message: failure.message };
+    if (failure) return { up: false, quorum: this.quorum, nodes, message: failure.message, error: failure };
     if (up >= this.quorum) return { up: true, quorum: this.quorum, nodes };
-    return {
-      up: false,
-      quorum: this.quorum,
-      nodes,
-      message: `only ${up} of ${this.nodes.length} Redlock nodes answered, a quorum is ${this.quorum}`,
-    };
+    const message = `only ${up} of ${this.nodes.length} Redlock nodes answered, a quorum is ${this.quorum}`;
+    const failures = nodes.flatMap((node) => (node.status === 'down' ? [`${node.node}: ${node.message}`] : []));
+    const error = new LockUnavailableError([], `ping failed on Redlock: ${message} (${failures.join('; ')})`);
+    return { up: false, quorum: this.quorum, nodes, message, error };
   }
 
   async close(): Promise<void> {
