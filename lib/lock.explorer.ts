@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
-import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { ApplicationConfig, DiscoveryService, MetadataScanner, ModulesContainer } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import {
   bindLockedInstance,
@@ -10,8 +10,17 @@ import {
 } from './decorators/locked-method';
 import type { LockedMetadata } from './decorators/locked-metadata';
 import { isRouteHandler } from './decorators/route-handler';
+import {
+  argumentIndexProblem,
+  declaredArity,
+  httpRouteOf,
+  isHttpRoute,
+  modulePathOf,
+  paramsWithoutRouteProblem,
+  routeParamsProblem,
+} from './discovery';
 import { LockNotAcquiredError, LockOptionsError } from './errors';
-import { LOCK_OPTIONS } from './lock.constants';
+import { LOCK_OPTIONS, LOCKED_WRAPPED } from './lock.constants';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
 import type { ResolvedLockOptions } from './lock-options.interface';
 import { resolveCallSettings } from './lock-options.resolver';
@@ -24,10 +33,14 @@ import { RetryAfterEstimator } from './retry-after.estimator';
  * method itself was already replaced by @Locked).
  *
  * Checked at bootstrap (a LockOptionsError fails it): route handlers use request placeholders
- * (`{params.id}`) and other methods argument placeholders (`{0}`); the options are valid; and no @Locked
- * provider method lives in a request-scoped provider (each request would build an instance this
- * explorer never sees; such a method would be refused at every call, so the bootstrap refuses it once).
- * Singleton providers are supported, and transient ones for the instances Nest creates at startup.
+ * (`{params.id}`) and other methods argument placeholders (`{0}`); a placeholder can be filled by what
+ * the method declares (`{params.x}` names a parameter of each path of its HTTP route, and is not used on
+ * a microservice, WebSocket or GraphQL handler, which has none; `{N}` is below the provider method's
+ * parameter count, where that count is known; see discovery/placeholder-checks.ts); the options are
+ * valid; and no @Locked provider method lives in a request-scoped provider (each request would build an
+ * instance this explorer never sees; such a method would be refused at every call, so the bootstrap
+ * refuses it once). Singleton providers are supported, and transient ones for the instances Nest creates
+ * at startup.
  */
 @Injectable()
 export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
@@ -44,6 +57,8 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
     private readonly lockService: LockService,
     @Inject(LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
     private readonly estimator: RetryAfterEstimator,
+    private readonly applicationConfig: ApplicationConfig,
+    private readonly modulesContainer: ModulesContainer,
   ) {
     registerBootstrappingBinder(this);
   }
@@ -54,6 +69,7 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
     } finally {
       unregisterBootstrappingBinder(this);
     }
+    this.checkRouteParams();
   }
 
   /** Idempotent: checks each class once and binds the instances not bound yet. */
@@ -110,6 +126,8 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
       const label = `${prototype.constructor.name}.${name}`;
       if (firstVisit) {
         this.checkKeyKind(metadata, routeHandler, label);
+        if (routeHandler && !isHttpRoute(method)) this.refuse(metadata, label, paramsWithoutRouteProblem(metadata.key.placeholders));
+        if (!routeHandler) this.checkArguments(metadata, prototype, name, label);
         this.checkOptions(metadata, label);
       }
       if (routeHandler) continue;
@@ -142,6 +160,40 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
         'argument placeholders on a provider method ({0}, {1.accountId}); request placeholders only work on route handlers',
       );
     }
+  }
+
+  /** `{N}` beyond the parameters the method declares (the method as written, under @Locked's wrapper). */
+  private checkArguments(metadata: LockedMetadata, prototype: object, name: string, label: string): void {
+    const method = (prototype as Record<string, Function>)[name];
+    const original: unknown = Reflect.getMetadata(LOCKED_WRAPPED, method);
+    const written = typeof original === 'function' ? original : method;
+    const arity = declaredArity(written, Reflect.getMetadata('design:paramtypes', prototype, name));
+    this.refuse(metadata, label, argumentIndexProblem(metadata.key.placeholders, label, arity));
+  }
+
+  /**
+   * `{params.x}` of HTTP routes against their paths. At onModuleInit and not when a provider method called
+   * during bootstrap binds instances early: the global prefix and versioning are set on the application
+   * after the providers are built, and before app.init() runs this hook.
+   */
+  private checkRouteParams(): void {
+    for (const wrapper of this.discoveryService.getControllers()) {
+      const prototype = prototypeOf(wrapper);
+      if (!prototype) continue;
+      const modulePath = modulePathOf(wrapper.host?.metatype, this.modulesContainer.applicationId);
+      for (const name of this.metadataScanner.getAllMethodNames(prototype)) {
+        const method = (prototype as Record<string, Function>)[name];
+        const metadata = this.metadataAccessor.getLockedMetadata(method);
+        if (!metadata) continue;
+        const route = httpRouteOf(prototype.constructor, method, modulePath, this.applicationConfig);
+        if (route) this.refuse(metadata, `${prototype.constructor.name}.${name}`, routeParamsProblem(metadata.key.placeholders, route));
+      }
+    }
+  }
+
+  /** Fails the bootstrap when a check found a problem (what a valid key is, in words). */
+  private refuse(metadata: LockedMetadata, label: string, problem: string | undefined): void {
+    if (problem !== undefined) throw new LockOptionsError(`@Locked key of ${label}`, givenKey(metadata.key.description), problem);
   }
 
   /**

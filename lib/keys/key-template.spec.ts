@@ -191,6 +191,17 @@ describe('compileLockKey', () => {
     expect(key.build(request({ body: { from: 'A', to: 'A' } }))).toEqual(['account:A']);
   });
 
+  it('lists the placeholders of every template, and none for a key function', () => {
+    expect(compileLockKey(['shop:{params.shopId}', 'order:{params.id}:{body.a.b}']).placeholders.map((p) => p.text)).toEqual([
+      '{params.shopId}',
+      '{params.id}',
+      '{body.a.b}',
+    ]);
+    expect(compileLockKey('job:{1.id}').placeholders).toEqual([{ text: '{1.id}', root: '1', path: ['id'], kind: 'argument' }]);
+    expect(compileLockKey('constant').placeholders).toEqual([]);
+    expect(compileLockKey(() => 'key').placeholders).toEqual([]);
+  });
+
   it('fails the whole array when one template has no value', () => {
     const key = compileLockKey(['account:{0}', 'account:{1}']);
     expect(() => key.build(call('A'))).toThrow(/\{1\} is undefined/);

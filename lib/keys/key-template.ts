@@ -56,6 +56,8 @@ export interface CompiledLockKey {
   readonly kind: KeySourceKind;
   /** The template(s) as written, or `a key function`: for error messages. */
   readonly description: string;
+  /** Every placeholder of the template(s), for the checks made at startup; none for a key function. */
+  readonly placeholders: readonly KeyPlaceholder[];
   /** The lock names for this call, validated by normalizeKeys. Throws InvalidLockKeyError. */
   build(source: LockKeySource): string[];
 }
@@ -158,12 +160,18 @@ export function compileLockKey(key: unknown): CompiledLockKey {
     return {
       kind: 'none',
       description: 'a key function',
+      placeholders: [],
       build: (source) => normalizeKeys(keyFunction(source)),
     };
   }
   if (typeof key === 'string') {
     const template = KeyTemplate.parse(key);
-    return { kind: template.kind, description: JSON.stringify(key), build: (source) => normalizeKeys(template.render(source)) };
+    return {
+      kind: template.kind,
+      description: JSON.stringify(key),
+      placeholders: template.placeholders,
+      build: (source) => normalizeKeys(template.render(source)),
+    };
   }
   if (Array.isArray(key)) {
     if (key.length === 0) throw new LockOptionsError('@Locked key', key, 'at least one key template');
@@ -184,6 +192,7 @@ export function compileLockKey(key: unknown): CompiledLockKey {
     return {
       kind: [...kinds][0] ?? 'none',
       description: JSON.stringify(key),
+      placeholders: templates.flatMap((template) => template.placeholders),
       build: (source) => normalizeKeys(templates.map((template) => template.render(source))),
     };
   }
