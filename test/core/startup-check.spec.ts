@@ -35,7 +35,10 @@ async function boot(options: LockModuleOptions): Promise<{ logger: CapturingLogg
     error = caught;
   }
   const elapsedMs = performance.now() - startedAt;
-  await module.close();
+  // NestJS 10 and 11 rethrow a failed init() from close() (they await it first).
+  await module.close().catch((closing: unknown) => {
+    if (closing !== error) throw closing;
+  });
   return { logger, elapsedMs, error };
 }
 
