@@ -30,7 +30,7 @@ describe('Redis store on a real 3-master Redis Cluster (ioredis Cluster as `redi
   });
   const apps = trackLockApps();
 
-  it('any key maps to one slot per lock: keys starting with } (an empty hash tag) or \\ lock and release (issue 11, defect 9)', async () => {
+  it('any key maps to one slot per lock: keys starting with } (an empty hash tag) or \\ lock and release', async () => {
     const { locks } = await apps.start({ redis: client, ttl: 10_000 });
     // Leases outlive any stall of the loaded machine: tryAcquire below must find each key still held.
     for (const key of ['}x', '}', '}}{', '\\}x', '\\', uniqueKey('}lead')]) {

@@ -7,7 +7,7 @@ import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-mat
 import { twoLockServices } from './helpers/contenders';
 import { rejectionOf } from './helpers/timing';
 
-/** Edge cases a review of the engine found; each test failed before its fix. */
+/** The engine's edge cases: each pins a behaviour at a boundary of the lease, the wait or the store. */
 describe.each(storeRows())('edge cases (%s store)', (_name, fixture) => {
   let store: StoreUnderTest;
   beforeAll(async () => {

@@ -45,7 +45,7 @@ describeEachStore('lease expiry (%s store)', (_name, fixture) => {
     const lost = new Promise<unknown>((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason), { once: true }));
     const reason = await Promise.race([lost, sleep(maxHold + 2_000).then(() => 'no abort')]);
     // Before: "not renewed before its validity ended (Redis unreachable…)" or "the lease was gone when renewing
-    // it" in most runs, sending operators to look at Redis (fresh-user trial 3, finding 4).
+    // it" in most runs, sending operators to look at Redis.
     expect(reason).toBeInstanceOf(LockLostError);
     expect((reason as LockLostError).message).toContain('maxHold reached');
     expect(await lock.release()).toBe(false);

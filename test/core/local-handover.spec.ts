@@ -142,8 +142,8 @@ describe.each(storeRows(storesUnderTest(['redis'])))(
       expect(holder.signal.aborted).toBe(true);
 
       // A lost lock's release() answers without waiting for Redis, except while a caller of this process waits
-      // for the key (review session 16, M1: answered before the release's hand-over, the holder's next attempt
-      // went out right behind it and took the key the waiter had been waiting for, 5 times out of 5).
+      // for the key: answered before the release's hand-over, the holder's next attempt would go out right
+      // behind it and take the key the waiter had been waiting for.
       expect(await holder.release()).toBe(false);
       expect(await locks.tryAcquire(key)).toBeNull();
       const next = await waiting;

@@ -28,7 +28,7 @@ class BillingService {
   constructor(readonly locks: LockService) {}
 }
 
-/** Trial 6's split: feature modules that each import LockModule.forRoot() again, beside the root's own. */
+/** Feature modules that each import LockModule.forRoot() again, beside the root's own. */
 @Module({ imports: [LockModule.forRoot()], providers: [OrdersService] })
 class SelfImportingOrdersModule {}
 

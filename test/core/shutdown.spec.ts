@@ -143,7 +143,7 @@ describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('
 /**
  * An acquire already sent when shutdown begins may still be granted by Redis. Before, the store was closed
  * before its answer arrived, the take-back release was refused by the closed store, and the key stayed
- * locked for nobody for the whole ttl (PTTL 19,992 of 20,000 ms after shutdown, found by review).
+ * locked for nobody for the whole ttl (PTTL 19,992 of 20,000 ms after shutdown).
  */
 describe('shutdown with an acquire in flight (one Redis)', () => {
   let redis: RedisProcess;

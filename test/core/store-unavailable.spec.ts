@@ -155,7 +155,7 @@ describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('
     expect(unhandled.reasons).toEqual([]);
   });
 
-  it('an outage is logged once per connection and error, not at each reconnection attempt, and its end once (trial 6)', async () => {
+  it('an outage is logged once per connection and error, not at each reconnection attempt, and its end once', async () => {
     const warnings = vi.spyOn(Logger.prototype, 'warn');
     const logs = vi.spyOn(Logger.prototype, 'log');
     const app = await createLockApp(store.options({ ttl: TTL_MS }));

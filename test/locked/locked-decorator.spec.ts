@@ -115,7 +115,7 @@ describe('@Locked refuses, when the class is defined, what cannot work', () => {
     ['an unknown root', () => Locked('order:{request.id}'), /starts with "request"/],
     ['an empty key array', () => Locked([]), /at least one key template/],
     ['an unknown onBusy', () => Locked('job', { onBusy: 'later' as 'skip' }), /'onBusy of Target\.run': "later"/],
-    // Spread from a config object, a typo slips past TypeScript; before, it was ignored (fresh-user trial 3).
+    // Spread from a config object, a typo slips past TypeScript: it must not be ignored.
     ['a misspelt option', () => Locked('job', { ...({ wiat: 0 } as object) }), /'wiat of Target\.run': 0.*one of the options: ttl, wait/],
   ])('%s', (_what, decorator, message) => {
     expect(define(decorator)).toThrow(LockOptionsError);

@@ -369,7 +369,7 @@ describeEachStore('read-write lock (%s store)', (_name, fixture) => {
     const startedAt = performance.now();
     const writer = writerSide.acquire(key, { ttl: 300, wait: 8_000 });
     await sleep(600);
-    // Before (review M1), on Redis and Redlock: the mark had lapsed after 300 ms and this reader got in,
+    // On Redis and Redlock, a mark that lapsed after 300 ms would let this reader in,
     // keeping the writer out until 3 s.
     const late = await readerSide.tryAcquire(key, { mode: 'read' });
     expect(late).toBeNull();
@@ -392,7 +392,7 @@ describeEachStore('read-write lock (%s store)', (_name, fixture) => {
     await writerSide.close();
     expect(await writer).toBeInstanceOf(Error);
     await reader.release();
-    // Before (review M2): refused until the departed writer's mark expired, 7.7 s later.
+    // Not refused until the departed writer's mark expires (7.7 s later).
     const next = await readerSide.locks.acquire(key, { mode: 'read', wait: 2_000 });
     await next.release();
   });

@@ -63,7 +63,7 @@ describe('Redlock semaphore quorum (3 nodes, limit 2)', () => {
     const permit = await locks.acquire(key, { limit: 2 });
     servers[2].pause();
     try {
-      // Before (review L2): LockUnavailableError, though the live nodes had dropped the permit.
+      // Not LockUnavailableError: the live nodes dropped the permit.
       await expect(permit.release()).resolves.toBe(true);
       expect(Number(await servers[0].command('ZCARD', `lock:{${key}}`))).toBe(0);
     } finally {

@@ -12,7 +12,7 @@ const TTL_MS = 2_000;
  * The killed-nodes test's ttl. With 2 of 5 nodes down a renewal needs all 3 live nodes within the per-node
  * timeout (ttl / 5), so the lease outlives a stall of this process, or of one live node, of about 2/3 ttl − drift
  * only (the first renewal is due at ttl / 3, the validity ends at ttl − drift). At 2 s that is ≈ 1.3 s, which
- * this shared 2-core machine exceeded once under load (/work/reviews/flake-killed-nodes.md: stalls of 1.5 s
+ * this shared 2-core machine exceeded once under load (stalls of 1.5 s
  * measured inside tests); at 4 s it is ≈ 2.6 s.
  */
 const KILLED_TTL_MS = 4_000;

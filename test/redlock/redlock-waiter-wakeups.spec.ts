@@ -8,7 +8,7 @@ import { subscribersOf, waiterAsleep } from '../support/waiters';
 import { eventually, freshLock, freshToken, redlockStore, type RedlockNodes, startRedlockNodes, valuesOn } from './helpers/redlock-nodes';
 
 /**
- * How a Redlock waiter learns that the grant that refused it is gone (review of the waiter rule, L1-L3):
+ * How a Redlock waiter learns that the grant that refused it is gone:
  * the refusing grant the nodes name must be the token its release announces, over every client family
  * (`npm run test:clients` runs this file per family), a grant taken back after a quorum granted it is
  * announced, and a release that reaches some nodes late must still wake the waiter those nodes refused.

@@ -25,7 +25,7 @@ interface RunOutcome {
 }
 
 /**
- * The history checker for `limit` and `mode` (issue 15): 3 OS processes, each its own Nest application
+ * The history checker for `limit` and `mode`: 3 OS processes, each its own Nest application
  * context with LockModule, hammer at the same time a semaphore key (limit 3, 4 workers each: 12 for 3
  * permits) and a read-write key (1 writer and 3 readers each). Every critical section leaves `call` / `enter`
  * (with its fence) / `exit` events in a list on a separate data Redis, whose order is the order Redis ran

@@ -11,7 +11,7 @@ const namer = new LockKeyNamer('lock:');
 /**
  * One master of a real Redis Cluster (3 masters, 1 replica each) goes down for good: the module logs the
  * node's outage by its address, each kind of error once per connection rather than at every reconnection
- * attempt (before, a Cluster's node errors were not logged at all: trial 6). Over ioredis the locks on that
+ * attempt. Over ioredis the locks on that
  * shard work again through the promoted replica. A node-redis 5 Cluster does not find it (node-redis #2806,
  * README "Redis Cluster"), so it is only checked for its log here.
  */

@@ -35,7 +35,7 @@ export interface PrimitivesVerdict {
   readonly fenceInversions: number;
   /**
    * Violation: grants whose fence another grant of the key had too. Each permit is a lock with its own fence
-   * (issue 15), and fences that rise in grant order are all different, whatever order the grants are in.
+   * and fences that rise in grant order are all different, whatever order the grants are in.
    */
   readonly repeatedFences: number;
   /** Violation: an enter without its call, an exit without its enter, an attempt entered twice, one never left. */

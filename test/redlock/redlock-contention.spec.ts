@@ -21,8 +21,8 @@ async function holderOnEveryNode(nodes: RedlockNodes, key: string): Promise<void
   );
 }
 
-/** Redlock defects found in review (issue 11), reproduced as reported; each test failed before its fix. */
-describe('Redlock defects over 5 real nodes', () => {
+/** Redlock under contention and paused minorities: waiters that neither spin nor wait for the paused. */
+describe('Redlock over 5 real nodes, contended', () => {
   let nodes: RedlockNodes;
   beforeAll(async () => {
     nodes = await startRedlockNodes(5);
@@ -30,7 +30,7 @@ describe('Redlock defects over 5 real nodes', () => {
   afterAll(() => nodes?.stop());
   const apps = trackLockApps();
 
-  it('3/4. undoing a partial grant announces nothing: no release message, no waiter woken for nothing', async () => {
+  it('undoing a partial grant announces nothing: no release message, no waiter woken for nothing', async () => {
     const store = redlockStore(nodes.option);
     const listener = new Redis(nodes.urls[4]);
     try {
@@ -51,7 +51,7 @@ describe('Redlock defects over 5 real nodes', () => {
     }
   });
 
-  it('4. waiters do not spin while the holder holds a bare quorum (3 of 5 nodes)', async () => {
+  it('waiters do not spin while the holder holds a bare quorum (3 of 5 nodes)', async () => {
     const holderSide = await apps.start({ nodes: nodes.option });
     const waiterSide = await apps.start({ nodes: nodes.option });
     const otherSide = await apps.start({ nodes: nodes.option });
@@ -108,7 +108,7 @@ describe('Redlock defects over 5 real nodes', () => {
     await Promise.all(waiters);
   });
 
-  it('6. hot key across two processes: each release is counted once by each process, not once per node', async () => {
+  it('hot key across two processes: each release is counted once by each process, not once per node', async () => {
     const sides = await Promise.all([0, 1].map(() => apps.start({ nodes: nodes.option })));
     const key = uniqueKey('hot-two-processes');
     const warmUp = 100;
@@ -164,7 +164,7 @@ describe('Redlock defects over 5 real nodes', () => {
     expect(median).toBeLessThan(8);
   });
 
-  it('5. a busy verdict does not wait for paused minority nodes (tryAcquire, wait: 0, wait: 1500)', async () => {
+  it('a busy verdict does not wait for paused minority nodes (tryAcquire, wait: 0, wait: 1500)', async () => {
     // A node timeout of 5 s (the default here is 1 s): a stall of the loaded machine shorter than that cannot turn
     // the live nodes' answers into timeouts (LockUnavailableError), and the defect reads a whole 5 s.
     const holderSide = await apps.start({ nodes: nodes.option, commandTimeout: 5_000 });
@@ -209,8 +209,8 @@ describe('Redlock defects over 5 real nodes', () => {
   });
 });
 
-/** The lost wake-up of issue 11 (defect 3) needs a holder on a bare quorum of 3 nodes. */
-describe('Redlock defects over 3 real nodes', () => {
+/** A wake-up after a release from a bare quorum needs a holder on exactly 2 of 3 nodes. */
+describe('Redlock over 3 real nodes, contended', () => {
   let nodes: RedlockNodes;
   beforeAll(async () => {
     nodes = await startRedlockNodes(3);
@@ -218,7 +218,7 @@ describe('Redlock defects over 3 real nodes', () => {
   afterAll(() => nodes?.stop());
   const apps = trackLockApps();
 
-  it('3. the next waiter gets the key at once after release when the holder was on 2 of 3 nodes (no lost wake-up)', async () => {
+  it('the next waiter gets the key at once after release when the holder was on 2 of 3 nodes (no lost wake-up)', async () => {
     const holderSide = await apps.start({ nodes: nodes.option });
     const waiterSide = await apps.start({ nodes: nodes.option });
     const key = uniqueKey('lost-wakeup');
@@ -259,12 +259,9 @@ describe('Redlock defects over 3 real nodes', () => {
 });
 
 /**
- * Found while checking defect 4's fix: with 2 of 5 nodes killed and the holder's lease left on 2 of the 3
- * others (a third node restarted empty), no lease holds a quorum of the nodes that answer, and the busy
- * verdict was taken for contending attempts: retried every 10-30 ms (a spin). With that many attempts one
- * always held a partial grant while it waited for the dead nodes, and the others split against it, round
- * after round: nobody got the key once it was free (before defect 4's fix too: sleeping on each other's
- * partial grants).
+ * With 2 of 5 nodes killed and the holder's lease left on 2 of the 3 others (a third node restarted empty), no
+ * lease holds a quorum of the nodes that answer. Contending attempts must neither spin (retry every few ms) nor
+ * split against each other's partial grants round after round: once the leftover leases run out, one gets it.
  */
 describe('Redlock with 2 of 5 nodes killed and a holder left on fewer than a quorum', () => {
   let nodes: RedlockNodes;

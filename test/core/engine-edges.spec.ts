@@ -11,8 +11,10 @@ import { eventually } from '../support/eventually';
 import { rejectionOf } from './helpers/timing';
 
 /**
- * Defects of the engine found in review (issue 11), each reproduced here as it was reported; every test
- * failed before its fix. The Redlock ones are in test/redlock/redlock-defects.spec.ts.
+ * The engine at its edges on one Redis: a reentrant acquire past its lease's validity, shutdown during a first
+ * attempt, the script budget of a hot key, a newcomer queued behind a waiter that leaves, borrowed-client
+ * waiters at shutdown, timers beyond Node's cap, handles held by long locks, a ttl too short to grant. The
+ * Redlock counterparts are in test/redlock/redlock-contention.spec.ts.
  */
 
 /** Blocks the event loop, like a long GC pause or CPU-bound work: no timer or I/O callback runs. */
@@ -83,7 +85,7 @@ async function hotKeyScriptsPerAcquisition(server: RedisProcess, locks: LockServ
   }
 }
 
-describe('engine defects, one Redis', () => {
+describe('the engine at its edges, one Redis', () => {
   let server: RedisProcess;
   beforeAll(async () => {
     server = await startRedis();
@@ -91,7 +93,7 @@ describe('engine defects, one Redis', () => {
   afterAll(() => server?.stop());
   const apps = trackLockApps();
 
-  it('1. a reentrant acquire never borrows a lease past its validity: it is lost, and the key is asked for again', async () => {
+  it('a reentrant acquire never borrows a lease past its validity: it is lost, and the key is asked for again', async () => {
     const { locks } = await apps.start({ redis: server.url });
     const key = uniqueKey('expired-borrow');
     let outcome: unknown;
@@ -112,7 +114,7 @@ describe('engine defects, one Redis', () => {
     expect(outcome).toBeInstanceOf(LockNotAcquiredError);
   });
 
-  it('2. shutdown while a first attempt on a busy key is in flight opens no connection afterwards', async () => {
+  it('shutdown while a first attempt on a busy key is in flight opens no connection afterwards', async () => {
     const holder = await apps.start({ redis: server.url });
     const key = uniqueKey('shutdown-subscribe');
     await holder.locks.acquire(key);
@@ -127,7 +129,7 @@ describe('engine defects, one Redis', () => {
     expect(await connectionsOn(server)).toBe(baseline);
   });
 
-  it('6. hot key: at most 2.2 script calls (acquire + release) per acquisition with zero-length critical sections (8, 32, 64 callers)', async () => {
+  it('hot key: at most 2.2 script calls (acquire + release) per acquisition with zero-length critical sections (8, 32, 64 callers)', async () => {
     const { locks } = await apps.start({ redis: server.url });
     const figures: Record<number, number> = {};
     for (const callers of [8, 32, 64]) {
@@ -144,7 +146,7 @@ describe('engine defects, one Redis', () => {
     }
   });
 
-  it('7. a newcomer queued behind a waiter that gives up gets the key when the holder lease ends, not a ttl later', async () => {
+  it('a newcomer queued behind a waiter that gives up gets the key when the holder lease ends, not a ttl later', async () => {
     const holderSide = await apps.start({ redis: server.url });
     const waiterSide = await apps.start({ redis: server.url });
     const key = uniqueKey('departed-sleeper');
@@ -162,7 +164,7 @@ describe('engine defects, one Redis', () => {
     await lock.release();
   });
 
-  it('8. with a borrowed client, a waiter is refused at shutdown (LockUnavailableError), not left attempting', async () => {
+  it('with a borrowed client, a waiter is refused at shutdown (LockUnavailableError), not left attempting', async () => {
     const holder = await apps.start({ redis: server.url });
     const key = uniqueKey('borrowed-shutdown');
     await holder.locks.acquire(key);
@@ -182,7 +184,7 @@ describe('engine defects, one Redis', () => {
     }
   });
 
-  it('10. a lock held with a ttl beyond 24.8 days (Node caps timer delays at 2^31 - 1 ms) arms no timer every millisecond', async () => {
+  it('a lock held with a ttl beyond 24.8 days (Node caps timer delays at 2^31 - 1 ms) arms no timer every millisecond', async () => {
     const day = 24 * 60 * 60 * 1000;
     for (const options of [{}, { redis: server.url }]) {
       const { locks } = await apps.start(options);
@@ -199,7 +201,7 @@ describe('engine defects, one Redis', () => {
     }
   });
 
-  it('11. handles read inside a long-held lock are not retained by it (combined signals)', async () => {
+  it('handles read inside a long-held lock are not retained by it (combined signals)', async () => {
     const { locks } = await apps.start({});
     v8.setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
@@ -219,7 +221,7 @@ describe('engine defects, one Redis', () => {
     });
   });
 
-  it('12. a ttl too short to ever be granted on Redis is a LockOptionsError that says why, on every store', async () => {
+  it('a ttl too short to ever be granted on Redis is a LockOptionsError that says why, on every store', async () => {
     const { locks } = await apps.start({ redis: server.url });
     for (const ttl of [1, 2, 3, 9]) {
       const error = await rejectionOf(locks.acquire(uniqueKey('tiny-ttl'), { ttl }));
@@ -237,7 +239,7 @@ describe('engine defects, one Redis', () => {
     await lock.release();
   });
 
-  it('(read-only item) an acquire the driver gave up on, though Redis runs it later, is taken back: no key locked for nobody', async () => {
+  it('an acquire the driver gave up on, though Redis runs it later, is taken back: no key locked for nobody', async () => {
     // ioredis's own commandTimeout (50 ms) rejects before the store's (1 s at the default ttl): the error is
     // the driver's, not the store's timeout, as with MaxRetriesPerRequestError after a reset connection.
     const { locks } = await apps.start({ redis: { host: '127.0.0.1', port: server.port, commandTimeout: 50 } });
