@@ -74,7 +74,7 @@ interface SharedWatch {
 /**
  * One 'close' listener per emitter, however many callers watch it: the @Locked fields of one GraphQL request
  * share its response and socket, and a listener each made Node warn of a leak (MaxListenersExceededWarning)
- * on every request with eight such fields or more (review of session 16).
+ * on every request with eight such fields or more.
  */
 const sharedWatches = new WeakMap<Closable, SharedWatch>();
 

@@ -15,8 +15,8 @@ interface ConfiguredLockModule {
  * Warns, once per application at bootstrap, when LockModule.forRoot / forRootAsync is imported more than once.
  * Nest makes a separate module for each import (even with equal options), so each has its own LockService and
  * store: two in-process stores never exclude each other, and the LockService a provider gets depends on which
- * import its module sees. Nothing fails, so without this warning the split is silent (found by fresh-user
- * trial 6: a feature module that imported `LockModule.forRoot()` again beside the root's Redis one).
+ * import its module sees. Nothing fails, so without this warning the split is silent (a feature module that
+ * imports `LockModule.forRoot()` again beside the root's Redis one).
  * Not an error: an application may mean it (a module of a third party that brings its own LockModule). Counted
  * at bootstrap only: a LockModule loaded later (LazyModuleLoader) is not.
  */

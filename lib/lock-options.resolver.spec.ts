@@ -106,7 +106,7 @@ describe('resolveLockOptions', () => {
     ['a password in the query of a wrong scheme', { redis: 'http://127.0.0.1:6401/0?password=s3cret' }],
     ['a leading space (an env file)', { redis: ' redis://:s3cr#t@127.0.0.1:6401' }],
     ['one slash after the scheme', { redis: 'redis:/:s3cret@127.0.0.1:6401' }],
-  ])('%s: the error, printed whole as a log prints it, shows no password (trial 6)', (_case, options) => {
+  ])('%s: the error, printed whole as a log prints it, shows no password', (_case, options) => {
     let caught: unknown;
     try {
       resolveLockOptions(options);
@@ -122,7 +122,7 @@ describe('resolveLockOptions', () => {
     expect((caught as LockOptionsError).value).toBeDefined();
   });
 
-  it("a redis:// URL that does not parse is a LockOptionsError naming the option, not ioredis' TypeError (trial 6)", () => {
+  it("a redis:// URL that does not parse is a LockOptionsError naming the option, not ioredis' TypeError", () => {
     expect(() => resolveLockOptions({ redis: 'redis://default:s3cr#t@127.0.0.1:6401' })).toThrow(
       /^Invalid lock option 'redis': "redis:\/\/default:\*\*\*@127\.0\.0\.1:6401"\. Expected a URL that parses: in a password, '#'/,
     );

@@ -198,7 +198,7 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
 
   /**
    * Options that need the module's (ttl, maxHold) or each other to be judged: the error names the method, as
-   * the decorator's own checks do (trial 6: 'minHold' alone, in an app of many @Locked methods).
+   * the decorator's own checks do ('minHold' alone says nothing in an app of many @Locked methods).
    */
   private checkOptions(metadata: LockedMetadata, label: string): void {
     try {

@@ -24,7 +24,8 @@ import { createLockStore } from './stores/lock-store.factory';
 /**
  * What the bare LockModule class (imported without forRoot / forRootAsync) provides as its options: forRoot's and
  * forRootAsync's own provider replaces it (a dynamic module's providers come after the class's). Without it the
- * bare import failed with Nest's "can't resolve dependencies of the LOCK:OPTIONS" (trials 5 and 6).
+ * bare import would fail with Nest's "can't resolve dependencies of the LOCK:OPTIONS", which says nothing of the
+ * mistake.
  */
 const NOT_CONFIGURED = Symbol('LockModule imported without forRoot()');
 

@@ -243,7 +243,7 @@ export class LockService implements OnApplicationShutdown {
       await Promise.race([releases, sleep(SHUTDOWN_RELEASE_TIMEOUT_MS)]);
     }
     // Writers still waiting withdraw their marks now, while the store accepts it (their own withdrawal would
-    // come after it closed, and other instances' readers would wait a writer's ttl for nothing: review M2).
+    // come after it closed, and other instances' readers would wait a writer's ttl for nothing).
     for (const [value, name] of this.writerMarks) void this.inFlight.track(this.store.withdraw(name, value, true).catch(() => undefined));
     this.writerMarks.clear();
     // Attempts already sent may still be granted: they take their grant back before the store closes.
@@ -444,7 +444,7 @@ export class LockService implements OnApplicationShutdown {
         // expiry, a waiter could otherwise read 0 and sleep a whole ttl while the key is free.
         let fallback = outcome.retryAfter >= 0 ? Math.max(1, outcome.retryAfter) : settings.ttl;
         // A writer's "waiting" mark lasts one of its ttl, and each attempt renews it: a writer sleeping until
-        // the readers' longer leases end would let it lapse, and new readers in ahead of it (review M1).
+        // the readers' longer leases end would let it lapse, and new readers in ahead of it.
         if (queued) fallback = Math.min(fallback, ttl / 3);
         const jitter = Math.random() * Math.min(50, fallback / 10 + 1);
         // A queued writer keeps attempting itself: each attempt renews its mark.
@@ -489,7 +489,7 @@ export class LockService implements OnApplicationShutdown {
           }),
         );
       },
-      // Back to attempting (and maybe sleeping) like any waiter: shutdown must not wait on it (review D2).
+      // Back to attempting (and maybe sleeping) like any waiter: shutdown must not wait on it.
       declined: () => {
         attempt.handoverDealtWith?.();
         attempt.handoverDealtWith = undefined;

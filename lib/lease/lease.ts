@@ -169,7 +169,7 @@ export class Lease implements ScheduledTask {
     // it to expire, as it would have. Thrown, it would replace the caller's own error in a `finally`.
     const answered = released.then(notReleased, notReleased);
     // Waited for when callers of this process wait for the keys: the release may be handing the key to one of
-    // them, and a caller answered before that hand-over could take the key back first (review session 16, M1).
+    // them, and a caller answered before that hand-over could take the key back first.
     if (othersWaitHere) return answered;
     // Otherwise answered at once: with Redis unreachable, waiting for the deletion would hold withLock's,
     // @Locked's or `await using`'s result back by a whole command timeout. The deletion is already queued on
