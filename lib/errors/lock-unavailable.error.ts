@@ -1,12 +1,12 @@
 import { formatKeys } from './format-keys';
 import { LockError } from './lock.error';
-import { SHUTTING_DOWN, STORE_CLOSED } from './unavailable-details';
+import { MADE_UNAVAILABLE, SHUTTING_DOWN, STORE_CLOSED } from './unavailable-details';
 
 /**
  * Details for which Redis may be fine: the advice to check it would send an operator to the wrong place.
  * Looked for anywhere in the detail: a store's message may wrap them ("… for "k": the lock store is closed").
  */
-const NOT_REDIS = [SHUTTING_DOWN, STORE_CLOSED];
+const NOT_REDIS = [SHUTTING_DOWN, STORE_CLOSED, MADE_UNAVAILABLE];
 
 /**
  * The lock store could not be reached, or too few Redlock nodes answered to form a quorum. Raised by
