@@ -35,3 +35,4 @@ export type {
 } from './observability';
 export { LOCK_ATTRIBUTES, LOCK_INSTRUMENTATION_SCOPE, LOCK_METRICS, LOCK_WAIT_SPAN } from './observability';
 export * from './health';
+export * from './testing';

@@ -20,6 +20,7 @@ import { LockStartupCheck } from './lock-startup-check';
 import { LockService } from './lock.service';
 import { RetryAfterEstimator } from './retry-after.estimator';
 import { createLockStore } from './stores/lock-store.factory';
+import { LockTesting } from './testing/lock-testing';
 
 /**
  * What the bare LockModule class (imported without forRoot / forRootAsync) provides as its options: forRoot's and
@@ -67,8 +68,10 @@ const NOT_CONFIGURED = Symbol('LockModule imported without forRoot()');
     LockErrorFilter,
     // For @nestjs/terminus health checks; the library never loads Terminus itself (see the indicator).
     LockHealthIndicator,
+    // For the application's tests; inert until called, and it refuses a module configured with Redis.
+    LockTesting,
   ],
-  exports: [LockService, LockMetadataAccessor, LockInterceptor, LockErrorFilter, LockHealthIndicator, LOCK_OPTIONS],
+  exports: [LockService, LockMetadataAccessor, LockInterceptor, LockErrorFilter, LockHealthIndicator, LockTesting, LOCK_OPTIONS],
 })
 export class LockModule extends ConfigurableLockModule {
   static forRoot(options: typeof LOCK_MODULE_OPTIONS_TYPE = {}) {

@@ -186,6 +186,11 @@ export class LockService implements OnApplicationShutdown {
     return context.current();
   }
 
+  /** @internal LockTesting: this service's leases that still hold `key` (the locks loseHeld makes lost). */
+  leasesOn(key: string): Lease[] {
+    return [...this.held].filter((lease) => lease.keys.includes(key) && lease.isHeld);
+  }
+
   /** @internal Runs `fn` with `lock` as the calling context's current lock (for @Locked and withLock). */
   runWithLock<T>(lock: Lock, fn: () => T): T {
     if (!(lock instanceof HeldLock)) {

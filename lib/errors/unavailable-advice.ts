@@ -1,4 +1,4 @@
-import { SHUTTING_DOWN, STORE_CLOSED } from './unavailable-details';
+import { MADE_UNAVAILABLE, SHUTTING_DOWN, STORE_CLOSED } from './unavailable-details';
 
 /**
  * What a LockUnavailableError tells its reader to check, chosen from what failed: a refused password and an
@@ -7,7 +7,7 @@ import { SHUTTING_DOWN, STORE_CLOSED } from './unavailable-details';
  */
 
 /** The module, not Redis, refused the call: no advice about Redis. */
-const MODULE_REFUSALS = [SHUTTING_DOWN, STORE_CLOSED];
+const MODULE_REFUSALS = [SHUTTING_DOWN, STORE_CLOSED, MADE_UNAVAILABLE];
 
 /** Redis' replies to a wrong or missing password (AUTH, HELLO … AUTH, or a command before either). */
 const AUTHENTICATION_FAILED = /\b(WRONGPASS|NOAUTH)\b|invalid (username-)?password|AUTH failed/i;

@@ -8,3 +8,6 @@ export const SHUTTING_DOWN = 'the application is shutting down';
 
 /** A command asked of a store that was closed. */
 export const STORE_CLOSED = 'the lock store is closed';
+
+/** The in-process store cut off by a test (LockTesting.makeUnavailable), standing for Redis down. */
+export const MADE_UNAVAILABLE = 'made unavailable by LockTesting.makeUnavailable()';

@@ -7,7 +7,7 @@ import type { Lease } from './lease';
  * Node registers the dispose symbol as Symbol.for('nodejs.asyncDispose'); realms without the
  * well-known symbol (Jest's sandbox on Node 20) still find it under that name.
  */
-const asyncDispose: typeof Symbol.asyncDispose =
+export const asyncDispose: typeof Symbol.asyncDispose =
   Symbol.asyncDispose ?? (Symbol.for('nodejs.asyncDispose') as typeof Symbol.asyncDispose);
 
 /** Node's util.inspect, which prints a logged object, calls a method under this symbol when an object has one. */

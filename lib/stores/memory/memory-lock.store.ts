@@ -20,6 +20,20 @@ interface PermitSet {
   readonly holders: Map<string, { readonly fence: number; expiresAt: number }>;
 }
 
+/**
+ * This process's access to the store cut off (LockTesting.makeUnavailable): its calls reject as a Redis store's
+ * do while Redis is down. Set and lifted by the testing harness only.
+ */
+export interface MemoryStoreOutage {
+  /** The detail of every LockUnavailableError raised meanwhile. */
+  readonly detail: string;
+  /**
+   * Whether calls made with this lease value still get through: holders standing for other instances
+   * (LockTesting.holdElsewhere), whose own connection to the store is not cut.
+   */
+  reaches(value: string): boolean;
+}
+
 /** A writer waiting behind readers (see RedisLockStore: the same protocol). */
 interface Intent {
   readonly token: string;
@@ -38,9 +52,11 @@ export class MemoryLockStore implements LockStore {
   private readonly permits = new Map<string, PermitSet>();
   private readonly intents = new Map<string, Intent>();
   private fenceCounter = 0;
-  private readonly hub = new ReleaseHub({ subscribe: async () => undefined, unsubscribe: async () => undefined }, 0);
+  // Subscribing is refused during an outage, as a Redis subscriber connection is when Redis is down.
+  private readonly hub = new ReleaseHub({ subscribe: async () => this.refuseIfCut([]), unsubscribe: async () => undefined }, 0);
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
+  private outage: MemoryStoreOutage | undefined;
 
   constructor(sweepIntervalMs = 30_000) {
     // Leases that expire without a release would otherwise stay in the map.
@@ -50,6 +66,7 @@ export class MemoryLockStore implements LockStore {
 
   async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     if (this.closed) throw new LockUnavailableError(request.keys.map((key) => key.name), STORE_CLOSED);
+    this.refuseIfCut(request.keys, request.token);
     const now = performance.now();
     if (request.shape && request.shape.kind !== 'mutex') return this.acquirePermit(request, request.shape, now);
     for (const key of request.keys) {
@@ -117,12 +134,14 @@ export class MemoryLockStore implements LockStore {
   }
 
   async withdraw(key: LockKeyNames, token: string, announce: boolean): Promise<void> {
+    this.refuseIfCut([key], token);
     if (this.intents.get(key.lockKey)?.token !== token) return;
     this.intents.delete(key.lockKey);
     if (announce) this.hub.announce(key.channel, withdrawalMessage(token));
   }
 
   async extend(request: AcquireRequest): Promise<number | null> {
+    this.refuseIfCut(request.keys, request.token);
     const now = performance.now();
     if (request.shape && request.shape.kind !== 'mutex') {
       const holder = this.livePermits(request.keys[0].lockKey, now)?.holders.get(request.token);
@@ -137,6 +156,7 @@ export class MemoryLockStore implements LockStore {
   }
 
   async release(keys: readonly LockKeyNames[], token: string, holdFor = 0, shape?: LockShape): Promise<boolean> {
+    this.refuseIfCut(keys, token);
     const now = performance.now();
     if (shape && shape.kind !== 'mutex') {
       const key = keys[0];
@@ -165,6 +185,7 @@ export class MemoryLockStore implements LockStore {
   }
 
   async isLocked(key: LockKeyNames): Promise<boolean> {
+    this.refuseIfCut([key]);
     const now = performance.now();
     return this.live(key.lockKey, now) !== undefined || this.livePermits(key.lockKey, now) !== undefined;
   }
@@ -178,10 +199,11 @@ export class MemoryLockStore implements LockStore {
   }
 
   async ping(): Promise<void> {
-    return undefined;
+    this.refuseIfCut([]);
   }
 
   async inspect(key: LockKeyNames): Promise<LockState | null> {
+    this.refuseIfCut([key]);
     const now = performance.now();
     const set = this.livePermits(key.lockKey, now);
     if (set) {
@@ -194,6 +216,7 @@ export class MemoryLockStore implements LockStore {
   }
 
   async forceRelease(key: LockKeyNames): Promise<string[]> {
+    this.refuseIfCut([key]);
     const set = this.livePermits(key.lockKey, performance.now());
     if (set) {
       this.permits.delete(key.lockKey);
@@ -209,7 +232,23 @@ export class MemoryLockStore implements LockStore {
   }
 
   async health(): Promise<StoreHealth> {
-    return this.closed ? { up: false, message: STORE_CLOSED } : { up: true };
+    if (this.closed) return { up: false, message: STORE_CLOSED };
+    // The message a Redis store gives when its PING fails: the error its callers get.
+    if (this.outage) return { up: false, message: new LockUnavailableError([], this.outage.detail).message };
+    return { up: true };
+  }
+
+  /**
+   * @internal LockTesting: cuts this process's access off (every call rejects with LockUnavailableError, except
+   * those `outage` still lets through), or restores it (undefined). Leases keep expiring meanwhile, as in Redis.
+   */
+  setOutage(outage: MemoryStoreOutage | undefined): void {
+    this.outage = outage;
+  }
+
+  /** @internal Whether access is cut off (see setOutage). */
+  get cutOff(): boolean {
+    return this.outage !== undefined;
   }
 
   async close(): Promise<void> {
@@ -219,6 +258,13 @@ export class MemoryLockStore implements LockStore {
     this.leases.clear();
     this.permits.clear();
     this.intents.clear();
+  }
+
+  /** Throws what a Redis store's callers get with Redis down, while access is cut off and `value` may not pass. */
+  private refuseIfCut(keys: readonly LockKeyNames[], value?: string): void {
+    const outage = this.outage;
+    if (!outage || (value !== undefined && outage.reaches(value))) return;
+    throw new LockUnavailableError(keys.map((key) => key.name), outage.detail);
   }
 
   /** The lease on a key if it has not expired; an expired one is dropped on the way. */

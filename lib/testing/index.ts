@@ -1,0 +1,2 @@
+export { LockTesting } from './lock-testing';
+export type { HeldElsewhere, HoldElsewhereOptions } from './lock-testing.interface';
