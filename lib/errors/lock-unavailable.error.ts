@@ -21,6 +21,11 @@ export class LockUnavailableError extends LockError {
     // Without keys (a health check's ping, a subscription): the store as such, not "for no keys".
     const which = keys.length > 0 ? ` for ${formatKeys(keys)}` : '';
     const advice = NOT_REDIS.some((cause) => String(detail).includes(cause)) ? '' : ' Check that Redis is reachable.';
-    super(`Lock store unavailable${which}: ${detail}.${advice}`, options);
+    // The store's own words (a host and port, a driver's error, node counts) are for the operator's log, not
+    // for a client: it is told of the outage in general terms.
+    super(`Lock store unavailable${which}: ${detail}.${advice}`, options, {
+      code: 'LOCK_UNAVAILABLE',
+      message: `Lock store unavailable for ${formatKeys(keys)}; try again later.`,
+    });
   }
 }

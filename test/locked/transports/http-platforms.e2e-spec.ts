@@ -216,28 +216,3 @@ describe.each(['express', 'fastify'] as const)('lock errors over HTTP on %s (rea
     });
   });
 });
-
-describe('LockModule registers no exception filter by itself (opt-in)', () => {
-  let redis: RedisProcess;
-  let http: HttpTransportApp;
-  const logger = new RecordingLogger();
-
-  beforeAll(async () => {
-    redis = await startRedis();
-    http = await startHttpApp('express', redis.url, { controllers: [OrdersController], providers: [PaymentsService] }, logger);
-  });
-  afterAll(async () => {
-    await http?.close();
-    await redis?.stop();
-  });
-
-  it("without LockErrorFilter a service method's bad key is Nest's plain 500, while a @Locked route still maps its own", async () => {
-    const fromService = await request(http.server).post('/payments').send({});
-    expect(fromService.status).toBe(500);
-    expect(fromService.body).toEqual({ statusCode: 500, message: 'Internal server error' });
-
-    const fromRoute = await request(http.server).post('/tenant-orders').send({});
-    expect(fromRoute.status).toBe(400);
-    expect(fromRoute.body.code).toBe('LOCK_INVALID_KEY');
-  });
-});
