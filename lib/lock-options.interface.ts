@@ -131,6 +131,14 @@ export interface LockModuleOptions {
    * Default: ttl / 5, between 100 and 1000, and at most half the ttl.
    */
   commandTimeout?: number | undefined;
+  /**
+   * Lock errors thrown outside a @Locked route handler (a @Locked service method, `withLock` / `acquire` in a
+   * handler) reach the client as a @Locked route's do, through a global interceptor of the module: Retry-After on
+   * a busy HTTP answer, the transport's shape on RPC, WebSocket and GraphQL, one log line at the error's level.
+   * Your own exception filters still see the lock errors themselves. Off: the interceptor does nothing; the
+   * errors, HttpExceptions, still answer HTTP with their status and body. Default true.
+   */
+  errorMapping?: boolean | undefined;
 }
 
 /** The options after defaults were merged and every value was validated. */
@@ -148,4 +156,5 @@ export interface ResolvedLockOptions {
   readonly commandTimeout?: number;
   readonly instance: string;
   readonly minReplicas?: MinReplicas;
+  readonly errorMapping: boolean;
 }

@@ -22,6 +22,7 @@ export const LOCK_DEFAULTS = {
   minHold: 0,
   driftFactor: 0.01,
   reentrant: true,
+  errorMapping: true,
 } as const;
 
 /** Every option LockModule knows: anything else is a typo that would silently fall back to a default. */
@@ -39,6 +40,7 @@ const KNOWN_OPTIONS: ReadonlySet<string> = new Set<keyof LockModuleOptions>([
   'commandTimeout',
   'instance',
   'minReplicas',
+  'errorMapping',
 ]);
 
 /** Merges the defaults into the module's options and validates every value, once, at bootstrap. */
@@ -113,6 +115,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     commandTimeout,
     instance: instanceName(given.instance),
     minReplicas,
+    errorMapping: flag('errorMapping', given.errorMapping ?? LOCK_DEFAULTS.errorMapping),
   };
 }
 

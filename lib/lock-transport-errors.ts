@@ -6,8 +6,9 @@ import { LOCK_ERROR_ROWS, UNMAPPED_LOCK_ERROR_ROW, type LockErrorRow } from './e
 /**
  * Where a lock error becomes what a client receives, per transport, from the errors' own table
  * (errors/lock-error-table.ts: each error answers HTTP by itself, as the HttpException it is). LockInterceptor
- * (@Locked route handlers) and LockErrorFilter (errors thrown from anywhere else, opted into) both go
- * through this file, so every transport tells the same story. Any error that is not a lock error passes through unchanged, and so does a
+ * (@Locked route handlers), LockErrorMappingInterceptor (lock errors from anywhere else, registered by
+ * LockModule) and LockErrorFilter (the same, opted into) all go through this file, so every transport tells
+ * the same story. Any error that is not a lock error passes through unchanged, and so does a
  * LockOptionsError (a programming error: Nest answers it as it answers any unknown error).
  */
 
@@ -28,8 +29,9 @@ export function lockErrorPayload(error: unknown): LockErrorPayload | undefined {
 }
 
 /**
- * Lock errors already logged: one may pass through several of the module's parts on its way out (LockInterceptor
- * of a @Locked route, a registered LockErrorFilter), and is logged by the first of them only.
+ * Lock errors already logged: one passes through several of the module's parts on its way out (LockInterceptor
+ * of a @Locked route, the global LockErrorMappingInterceptor, a registered LockErrorFilter), and is logged by
+ * the first of them only.
  */
 const logged = new WeakSet<LockError>();
 
@@ -48,10 +50,10 @@ export function logLockError(logger: Logger, error: unknown): void {
 }
 
 /**
- * What to throw in place of `error` on this transport (LockInterceptor): Nest's HttpException of the
- * status (with Retry-After set on a busy answer), an RpcException, a WsException (after answering the
- * message's acknowledgement with the same object), or a GraphQL error. Unmapped errors and unknown
- * transports get `error` back.
+ * What to throw in place of `error` on this transport (LockInterceptor; LockErrorMappingInterceptor off
+ * HTTP): Nest's HttpException of the status (with Retry-After set on a busy answer), an RpcException, a
+ * WsException (after answering the message's acknowledgement with the same object), or a GraphQL error.
+ * Unmapped errors and unknown transports get `error` back.
  */
 export function toTransportError(error: unknown, host: ArgumentsHost): unknown {
   const payload = lockErrorPayload(error);
