@@ -8,7 +8,6 @@ export { LockService } from './lock.service';
 export * from './decorators';
 export { LockInterceptor } from './lock.interceptor';
 export { LockErrorFilter } from './lock-error.filter';
-export type { LockErrorCode, LockErrorPayload } from './lock-transport-errors';
 export type { LockedKey, LockKeyFunction } from './keys/key-template';
 export { normalizeKeys } from './keys/lock-key.validator';
 export type {

@@ -18,11 +18,12 @@ import {
  * lock-transport-errors.ts): 409 + Retry-After, 400, 503, 500 on HTTP, and the RPC, WebSocket and GraphQL
  * shapes on those transports.
  *
- * Opt-in (`{ provide: APP_FILTER, useClass: LockErrorFilter }`, `app.useGlobalFilters(app.get(LockErrorFilter))`
- * or `@UseFilters(LockErrorFilter)`), not
- * registered by LockModule: a global filter from a library would take lock errors away from the
- * application's own catch-all filter (Nest consults the APP_FILTERs of imported modules before those of
- * the root module), silently changing what its error reporting sees.
+ * LockModule does this by itself (LockErrorMappingInterceptor, the `errorMapping` option), without a filter,
+ * so that the application's own filters keep seeing lock errors. This filter stays for applications that
+ * register it (`{ provide: APP_FILTER, useClass: LockErrorFilter }`, `app.useGlobalFilters(…)`,
+ * `@UseFilters(LockErrorFilter)`); it gives the same answers. Beside the interceptor it only answers HTTP
+ * (elsewhere the interceptor has already turned the error into the transport's exception), and an error the
+ * interceptor logged is not logged again.
  */
 @Catch(...MAPPED_LOCK_ERRORS)
 @Injectable()

@@ -137,6 +137,14 @@ export interface LockModuleOptions {
    * bootstrap with its LockUnavailableError; 'off' asks nothing.
    */
   startupCheck?: StartupCheck | undefined;
+  /**
+   * Lock errors thrown outside a @Locked route handler (a @Locked service method, `withLock` / `acquire` in a
+   * handler) reach the client as a @Locked route's do, through a global interceptor of the module: Retry-After on
+   * a busy HTTP answer, the transport's shape on RPC, WebSocket and GraphQL, one log line at the error's level.
+   * Your own exception filters still see the lock errors themselves. Off: the interceptor does nothing; the
+   * errors, HttpExceptions, still answer HTTP with their status and body. Default true.
+   */
+  errorMapping?: boolean | undefined;
 }
 
 /** What the startup check does with a Redis store that does not answer (LockModuleOptions.startupCheck). */
@@ -158,4 +166,5 @@ export interface ResolvedLockOptions {
   readonly instance: string;
   readonly minReplicas?: MinReplicas;
   readonly startupCheck: StartupCheck;
+  readonly errorMapping: boolean;
 }

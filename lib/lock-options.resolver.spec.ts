@@ -12,6 +12,11 @@ describe('resolveLockOptions', () => {
     expect(resolveLockOptions({})).toMatchObject(LOCK_DEFAULTS);
   });
 
+  it('errorMapping is on unless turned off', () => {
+    expect(resolveLockOptions({}).errorMapping).toBe(true);
+    expect(resolveLockOptions({ errorMapping: false }).errorMapping).toBe(false);
+  });
+
   it('undefined options (a forRootAsync factory that returned nothing, or failed) are a LockOptionsError, not an in-process store', () => {
     expect(() => resolveLockOptions(undefined)).toThrow(
       new LockOptionsError('options', undefined, 'an object of LockModuleOptions from the forRootAsync factory ({} for the defaults)'),
@@ -32,6 +37,8 @@ describe('resolveLockOptions', () => {
     ['keyPrefix', { keyPrefix: 5 }],
     ['autoExtend', { autoExtend: 'yes' }],
     ['reentrant', { reentrant: 1 }],
+    ['errorMapping', { errorMapping: 'off' }],
+    ['errorMapping', { errorMapping: 0 }],
     ['commandTimeout', { commandTimeout: 0 }],
     ['nodes', { redis: 'redis://127.0.0.1:1', nodes: ['redis://127.0.0.1:2'] }],
     ['nodes', { nodes: [] }],

@@ -24,6 +24,7 @@ export const LOCK_DEFAULTS = {
   driftFactor: 0.01,
   reentrant: true,
   startupCheck: 'warn',
+  errorMapping: true,
 } as const;
 
 /** Every option LockModule knows: anything else is a typo that would silently fall back to a default. */
@@ -42,6 +43,7 @@ const KNOWN_OPTIONS: ReadonlySet<string> = new Set<keyof LockModuleOptions>([
   'instance',
   'minReplicas',
   'startupCheck',
+  'errorMapping',
 ]);
 
 /** Merges the defaults into the module's options and validates every value, once, at bootstrap. */
@@ -117,6 +119,7 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     instance: instanceName(given.instance),
     minReplicas,
     startupCheck: startupCheck(given.startupCheck ?? LOCK_DEFAULTS.startupCheck),
+    errorMapping: flag('errorMapping', given.errorMapping ?? LOCK_DEFAULTS.errorMapping),
   };
 }
 

@@ -1,94 +1,48 @@
 import * as nestCommon from '@nestjs/common';
-import {
-  BadRequestException,
-  ConflictException,
-  HttpException,
-  InternalServerErrorException,
-  ServiceUnavailableException,
-  type ArgumentsHost,
-  type ExecutionContext,
-  type Logger,
-} from '@nestjs/common';
-import { InvalidLockKeyError, LockLostError, LockNotAcquiredError, LockUnavailableError, type LockError } from './errors';
-import { formatKeys } from './errors/format-keys';
+import { HttpException, type ArgumentsHost, type ExecutionContext, type Logger } from '@nestjs/common';
+import { InvalidLockKeyError, LockError, LockLostError, LockNotAcquiredError, LockUnavailableError, type LockErrorPayload } from './errors';
+import { LOCK_ERROR_ROWS, UNMAPPED_LOCK_ERROR_ROW, type LockErrorRow } from './errors/lock-error-table';
 
 /**
- * The one place where a lock error becomes what a client receives, per transport. The errors themselves
- * know nothing of transports; LockInterceptor (route handlers) and LockErrorFilter (errors thrown from
- * anywhere else, opted into) both go through this file, so every transport tells the same story.
- *
- * | error                 | code               | HTTP                  | RPC / WebSocket / GraphQL          | logged at |
- * | --------------------- | ------------------ | --------------------- | ---------------------------------- | --------- |
- * | LockNotAcquiredError  | `LOCK_BUSY`        | 409 + Retry-After     | code, message, keys, retryAfterMs  | debug     |
- * | InvalidLockKeyError   | `LOCK_INVALID_KEY` | 400                   | code, message                      | debug     |
- * | LockUnavailableError  | `LOCK_UNAVAILABLE` | 503                   | code, message                      | warn      |
- * | LockLostError         | `LOCK_LOST`        | 500                   | code, message                      | error     |
- *
- * Busy and bad-key are the client's conditions (it asked for a held lock, or sent a value that cannot name
- * one): logging them as server errors would bury real ones, so they go to debug. An unreachable store is
- * the operator's problem (warn, no stack: the message says what to check); a lost lock means work ran
- * without its lease (error, with the stack of the code that noticed). Any other error — LockOptionsError
- * included, a programming error — passes through unchanged.
+ * Where a lock error becomes what a client receives, per transport, from the errors' own table
+ * (errors/lock-error-table.ts: each error answers HTTP by itself, as the HttpException it is). LockInterceptor
+ * (@Locked route handlers), LockErrorMappingInterceptor (lock errors from anywhere else, registered by
+ * LockModule) and LockErrorFilter (the same, opted into) all go through this file, so every transport tells
+ * the same story. Any error that is not a lock error passes through unchanged, and so does a
+ * LockOptionsError (a programming error: Nest answers it as it answers any unknown error).
  */
 
-/** `extensions.code` (GraphQL), `code` (RPC, WebSocket, HTTP body) of each mapped lock error. */
-export type LockErrorCode = 'LOCK_BUSY' | 'LOCK_INVALID_KEY' | 'LOCK_UNAVAILABLE' | 'LOCK_LOST';
-
-/** What the client receives: the RPC / WebSocket error object, the HTTP body's extra fields, GraphQL's extensions. */
-export interface LockErrorPayload {
-  readonly code: LockErrorCode;
-  readonly message: string;
-  /** Busy only: the keys asked for (without the prefix). */
-  readonly keys?: readonly string[];
-  /** Busy only: when a retry may succeed, in ms (see LockNotAcquiredError.retryAfterMs); 0 when unknown. */
-  readonly retryAfterMs?: number;
-}
-
-interface LockErrorRow {
-  readonly error: abstract new (...args: never[]) => LockError;
-  readonly code: LockErrorCode;
-  readonly httpStatus: number;
-  /** Nest's own exception for the status (so `instanceof ConflictException` holds in user filters). */
-  readonly httpException: new (body: object, options: { cause: unknown }) => HttpException;
-  /** Nest's reason phrase, the `error` field of its HTTP bodies. */
-  readonly httpError: string;
-  readonly log: 'debug' | 'warn' | 'error';
-}
-
-const LOCK_ERROR_TABLE: readonly LockErrorRow[] = [
-  { error: LockNotAcquiredError, code: 'LOCK_BUSY',        httpStatus: 409, httpException: ConflictException,            httpError: 'Conflict',              log: 'debug' },
-  { error: InvalidLockKeyError,  code: 'LOCK_INVALID_KEY', httpStatus: 400, httpException: BadRequestException,          httpError: 'Bad Request',           log: 'debug' },
-  { error: LockUnavailableError, code: 'LOCK_UNAVAILABLE', httpStatus: 503, httpException: ServiceUnavailableException,  httpError: 'Service Unavailable',   log: 'warn' },
-  { error: LockLostError,        code: 'LOCK_LOST',        httpStatus: 500, httpException: InternalServerErrorException, httpError: 'Internal Server Error', log: 'error' },
-];
-
-/** The error classes this file maps (LockErrorFilter's @Catch list). */
-export const MAPPED_LOCK_ERRORS = LOCK_ERROR_TABLE.map((row) => row.error);
+/** The error classes a client is told about (LockErrorFilter's @Catch list). */
+export const MAPPED_LOCK_ERRORS = [LockNotAcquiredError, InvalidLockKeyError, LockUnavailableError, LockLostError];
 
 function rowOf(error: unknown): LockErrorRow | undefined {
-  return LOCK_ERROR_TABLE.find((row) => error instanceof row.error);
+  if (!(error instanceof LockError)) return undefined;
+  const { code } = error.getResponse();
+  return code ? LOCK_ERROR_ROWS[code] : UNMAPPED_LOCK_ERROR_ROW;
 }
 
-/** The client-facing description of a mapped lock error, or undefined for any other error. */
+/** The client-facing description of a lock error: its HTTP body without Nest's fields; undefined for any other error. */
 export function lockErrorPayload(error: unknown): LockErrorPayload | undefined {
-  const row = rowOf(error);
-  if (!row) return undefined;
-  const { message } = error as LockError;
-  // Without the advice about the 'wait' option, which is the developer's to set, not the client's.
-  if (error instanceof LockNotAcquiredError) {
-    return { code: row.code, message: `${error.summary} Retry later.`, keys: [...error.keys], retryAfterMs: error.retryAfterMs };
-  }
-  // The store's own words (a host and port, a driver's error, node counts) are for the operator's log, not
-  // for a client: an unavailable store or a lost lock is described to the client in general terms.
-  if (error instanceof LockUnavailableError) return { code: row.code, message: `Lock store unavailable for ${formatKeys(error.keys)}; try again later.` };
-  if (error instanceof LockLostError) return { code: row.code, message: `The lock on ${formatKeys(error.keys)} was lost while the request ran.` };
-  return { code: row.code, message };
+  if (!(error instanceof LockError)) return undefined;
+  const { statusCode, error: reason, code, ...rest } = error.getResponse();
+  return code ? { code, ...rest } : undefined;
 }
 
-/** Logs a mapped lock error at its row's level (busy: debug, never an ERROR with a stack). */
+/**
+ * Lock errors already logged: one passes through several of the module's parts on its way out (LockInterceptor
+ * of a @Locked route, the global LockErrorMappingInterceptor, a registered LockErrorFilter), and is logged by
+ * the first of them only.
+ */
+const logged = new WeakSet<LockError>();
+
+/**
+ * Logs a lock error at its row's level (busy: debug, never an ERROR with a stack), once. Nest's own handlers
+ * do not log it: it is an HttpException.
+ */
 export function logLockError(logger: Logger, error: unknown): void {
   const row = rowOf(error);
-  if (!row) return;
+  if (!row || logged.has(error as LockError)) return;
+  logged.add(error as LockError);
   const { message, stack } = error as LockError;
   if (row.log === 'error') logger.error(message, stack);
   else if (row.log === 'warn') logger.warn(message);
@@ -96,10 +50,10 @@ export function logLockError(logger: Logger, error: unknown): void {
 }
 
 /**
- * What to throw in place of `error` on this transport (LockInterceptor): an HttpException (with
- * Retry-After set on a busy answer), an RpcException, a WsException (after answering the message's
- * acknowledgement with the same object), or a GraphQL error. Unmapped errors and unknown transports get
- * `error` back.
+ * What to throw in place of `error` on this transport (LockInterceptor; LockErrorMappingInterceptor off
+ * HTTP): Nest's HttpException of the status (with Retry-After set on a busy answer), an RpcException, a
+ * WsException (after answering the message's acknowledgement with the same object), or a GraphQL error.
+ * Unmapped errors and unknown transports get `error` back.
  */
 export function toTransportError(error: unknown, host: ArgumentsHost): unknown {
   const payload = lockErrorPayload(error);
@@ -128,13 +82,21 @@ export function toTransportError(error: unknown, host: ArgumentsHost): unknown {
   }
 }
 
-/** The HTTP face: Nest's usual body (`statusCode`, `error`, `message`) plus the payload's fields; Retry-After on 409. */
+/**
+ * The HTTP face for a @Locked route: Nest's own exception for the status (ConflictException, …) with the
+ * error's body (Nest's usual `statusCode`, `error`, `message` plus the payload's fields); Retry-After on 409.
+ */
 export function toHttpException(error: unknown, host: ArgumentsHost): unknown {
   const row = rowOf(error);
-  const payload = lockErrorPayload(error);
-  if (!row || !payload) return error;
-  if (payload.retryAfterMs !== undefined) setHeader(host, 'Retry-After', String(retryAfterSeconds(payload.retryAfterMs)));
-  return new row.httpException({ statusCode: row.httpStatus, error: row.httpError, ...payload }, { cause: error });
+  if (!row || !lockErrorPayload(error)) return error;
+  setRetryAfter(error, host);
+  return new row.httpException((error as LockError).getResponse(), { cause: error });
+}
+
+/** Sets Retry-After on the HTTP response of a busy error (the only one that says when to retry). */
+export function setRetryAfter(error: unknown, host: ArgumentsHost): void {
+  const retryAfterMs = lockErrorPayload(error)?.retryAfterMs;
+  if (retryAfterMs !== undefined) setHeader(host, 'Retry-After', String(retryAfterSeconds(retryAfterMs)));
 }
 
 /** Retry-After is whole seconds: the estimate rounded up, at least 1 (also when unknown). */

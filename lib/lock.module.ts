@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { DiscoveryModule } from '@nestjs/core';
+import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { LockOptionsError } from './errors';
 import { LOCK_OPTIONS, LOCK_STORE } from './lock.constants';
 import {
@@ -12,6 +12,7 @@ import type { LockModuleOptions } from './lock-options.interface';
 import { resolveLockOptions } from './lock-options.resolver';
 import { LockHealthIndicator } from './health/lock-health.indicator';
 import { LockErrorFilter } from './lock-error.filter';
+import { LockErrorMappingInterceptor } from './lock-error-mapping.interceptor';
 import { LockExplorer } from './lock.explorer';
 import { LockInterceptor } from './lock.interceptor';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
@@ -64,7 +65,12 @@ const NOT_CONFIGURED = Symbol('LockModule imported without forRoot()');
     RetryAfterEstimator,
     LockModuleCensus,
     LockStartupCheck,
-    // Provided for the application to register (APP_FILTER, useGlobalFilters): never applied by the module itself.
+    // Lock errors from service methods and LockService calls, mapped per transport for every handler (the
+    // `errorMapping` option). An interceptor, not a filter: the application's own exception filters keep seeing
+    // the errors themselves (Nest consults a library's APP_FILTER before the root module's).
+    { provide: APP_INTERCEPTOR, useClass: LockErrorMappingInterceptor },
+    // For applications that register it themselves (APP_FILTER, useGlobalFilters, @UseFilters): never applied
+    // by the module itself.
     LockErrorFilter,
     // For @nestjs/terminus health checks; the library never loads Terminus itself (see the indicator).
     LockHealthIndicator,

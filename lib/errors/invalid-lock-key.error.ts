@@ -6,7 +6,9 @@ export class InvalidLockKeyError extends LockError {
     readonly key: unknown,
     readonly reason: string,
   ) {
-    super(`Invalid lock key ${describe(key)}: ${reason}.`);
+    const message = `Invalid lock key ${describe(key)}: ${reason}.`;
+    // The client sent the value: it is told what is wrong with it, in the developer's words.
+    super(message, undefined, { code: 'LOCK_INVALID_KEY', message });
   }
 }
 

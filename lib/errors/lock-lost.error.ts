@@ -12,6 +12,8 @@ export class LockLostError extends LockError {
       `Lock on ${formatKeys(keys)} is lost: ${reason}. ` +
         `Stop work guarded by it; writes should carry its fencing token.`,
       options,
+      // The reason is for the operator's log; the client is told that its request ran without its lock.
+      { code: 'LOCK_LOST', message: `The lock on ${formatKeys(keys)} was lost while the request ran.` },
     );
   }
 }

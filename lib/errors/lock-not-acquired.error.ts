@@ -27,7 +27,7 @@ export class LockNotAcquiredError extends LockError {
   readonly waitedMs: number;
   /**
    * @internal The message's first sentence, what happened, without the advice to the developer about the
-   * 'wait' option: a client of a route cannot set it (lock-transport-errors.ts), and a skip was intended.
+   * 'wait' option: a client cannot set it (what it is told begins with this), and a skip was intended.
    */
   readonly summary: string;
 
@@ -43,7 +43,8 @@ export class LockNotAcquiredError extends LockError {
     readonly details: LockNotAcquiredDetails = {},
   ) {
     const [what, advice] = busyMessage(keys, waitedMs, details);
-    super(`${what} ${advice}`);
+    // The client is told what happened, without the advice about the 'wait' option: it cannot set it.
+    super(`${what} ${advice}`, undefined, { code: 'LOCK_BUSY', message: `${what} Retry later.`, keys: [...keys], retryAfterMs });
     this.summary = what;
     this.wait = details.wait;
     this.waitedMs = Math.round(waitedMs * 10) / 10;

@@ -14,6 +14,11 @@ export class LockUnavailableError extends LockError {
   ) {
     // Without keys (a health check's ping, a subscription): the store as such, not "for no keys".
     const which = keys.length > 0 ? ` for ${formatKeys(keys)}` : '';
-    super(`Lock store unavailable${which}: ${detail}.${unavailableAdvice(String(detail), options?.cause)}`, options);
+    // The store's own words (a host and port, a driver's error, node counts) are for the operator's log, not
+    // for a client: it is told of the outage in general terms.
+    super(`Lock store unavailable${which}: ${detail}.${unavailableAdvice(String(detail), options?.cause)}`, options, {
+      code: 'LOCK_UNAVAILABLE',
+      message: `Lock store unavailable${which}; try again later.`,
+    });
   }
 }

@@ -22,24 +22,26 @@ export function markSafe(error: Error): void {
   safeErrors.add(error);
 }
 
-/** A client's error as a lock error keeps it: see the file's comment. */
-export class ClientError extends Error {
-  constructor(original: Error, depth: number) {
-    const message = plainText(original.message);
-    const cause = depth < MAX_DEPTH ? safeCopy(original.cause, depth + 1) : undefined;
-    super(message, cause === undefined ? undefined : { cause });
-    Object.defineProperty(this, 'name', { value: original.name, enumerable: false, configurable: true, writable: true });
-    for (const field of KEPT_FIELDS) {
-      const value = (original as unknown as Record<string, unknown>)[field];
-      if (typeof value === 'string' || typeof value === 'number') Object.defineProperty(this, field, { value, enumerable: true });
-    }
-    if (original instanceof AggregateError) {
-      const errors = original.errors.slice(0, MAX_DEPTH).map((error: unknown) => safeCopy(error, depth + 1));
-      Object.defineProperty(this, 'errors', { value: errors, enumerable: true });
-    }
-    this.stack = `${this.name}: ${message}${framesOf(original.stack)}`;
-    markSafe(this);
+/**
+ * A client's error as a lock error keeps it (see the file's comment): a plain Error, so that it prints as the
+ * original did (`Error [ReplyError]: WRONGPASS …`).
+ */
+function copyOf(original: Error, depth: number): Error {
+  const message = plainText(original.message);
+  const cause = depth < MAX_DEPTH ? safeCopy(original.cause, depth + 1) : undefined;
+  const copy = new Error(message, cause === undefined ? undefined : { cause });
+  if (original.name !== 'Error') Object.defineProperty(copy, 'name', { value: original.name, enumerable: false, configurable: true, writable: true });
+  for (const field of KEPT_FIELDS) {
+    const value = (original as unknown as Record<string, unknown>)[field];
+    if (typeof value === 'string' || typeof value === 'number') Object.defineProperty(copy, field, { value, enumerable: true });
   }
+  if (original instanceof AggregateError) {
+    const errors = original.errors.slice(0, MAX_DEPTH).map((error: unknown) => safeCopy(error, depth + 1));
+    Object.defineProperty(copy, 'errors', { value: errors, enumerable: true });
+  }
+  copy.stack = `${original.name}: ${message}${framesOf(original.stack)}`;
+  markSafe(copy);
+  return copy;
 }
 
 /** A cause as a lock error keeps it: this library's own errors as they are, any other error copied. */
@@ -50,7 +52,7 @@ export function safeCause(cause: unknown): unknown {
 function safeCopy(cause: unknown, depth: number): unknown {
   if (cause === undefined || cause === null) return undefined;
   if (cause instanceof Error && safeErrors.has(cause)) return cause;
-  if (cause instanceof Error) return new ClientError(cause, depth);
+  if (cause instanceof Error) return copyOf(cause, depth);
   if (typeof cause === 'string') return plainText(cause);
   // A rejection with a plain object or another value: its fields may be anything the client was given.
   return `a non-error value (${typeof cause})`;

@@ -111,7 +111,7 @@ describe('sample app: lock conditions, without Redis (LockTesting)', () => {
   });
 
   describe('the lock store unavailable', () => {
-    it('answers 503 to transfers and deposits, 500 to reports, and reports itself down on /health; plain reads still answer; all back once available', async () => {
+    it('answers 503 to transfers, deposits and reports, and reports itself down on /health; plain reads still answer; all back once available', async () => {
       const [from, to] = [accountId('down-from'), accountId('down-to')];
       await client.deposit(from, 1_000).expect(200);
       await client.deposit(to, 1).expect(200);
@@ -119,13 +119,12 @@ describe('sample app: lock conditions, without Redis (LockTesting)', () => {
       try {
         expect((await client.transfer({ from, to, amount: 100 }).expect(503)).body).toMatchObject({ code: 'LOCK_UNAVAILABLE' });
         await client.deposit(from, 50).expect(503);
-        // Both logged as ERRORs (kept out of the test output): the report's failure by Nest, the health check's by Terminus.
+        // The health check's failure is logged as an ERROR by Terminus (kept out of the test output).
         const errors = vi.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
         try {
-          // withLock in ReportsService, under a plain route: the app does not register LockErrorFilter (README,
-          // "Service methods"), so Nest's default handler answers the LockUnavailableError with 500.
-          await client.get(`/reports/${from}`).expect(500);
-          expect(errors).toHaveBeenCalledWith(expect.any(LockUnavailableError));
+          // withLock in ReportsService, under a plain route: the lock error maps itself, as on a @Locked route.
+          expect((await client.get(`/reports/${from}`).expect(503)).body).toMatchObject({ code: 'LOCK_UNAVAILABLE' });
+          expect(errors).not.toHaveBeenCalledWith(expect.any(LockUnavailableError));
           const health = await client.get('/health').expect(503);
           expect(health.body).toMatchObject({ status: 'error', error: { locks: { status: 'down', store: 'memory' } } });
         } finally {

@@ -78,19 +78,24 @@ export interface HttpTransportApp {
   close(): Promise<void>;
 }
 
-/** An HTTP application on Express (Nest's default) or Fastify, listening on a free port of 127.0.0.1. */
+/**
+ * An HTTP application on Express (Nest's default) or Fastify, listening on a free port of 127.0.0.1.
+ * `configure` runs before it listens (`app.useGlobalFilters(…)`).
+ */
 export async function startHttpApp(
   platform: 'express' | 'fastify',
   redisUrl: string,
   scenario: ModuleMetadata,
   logger: LoggerService,
   options: LockModuleOptions = {},
+  configure?: (app: INestApplication) => void,
 ): Promise<HttpTransportApp> {
   const module = await compile(redisUrl, scenario, options, logger);
   const app =
     platform === 'fastify'
       ? module.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger })
       : module.createNestApplication({ logger });
+  configure?.(app);
   try {
     await app.listen(0, '127.0.0.1');
   } catch (error) {

@@ -15,7 +15,9 @@ import { RecordingLogger, startHttpApp, type HttpTransportApp } from '../helpers
 /**
  * What a GraphQL client receives for each lock error (Apollo Server, code-first schema, real Nest app,
  * real Redis): a field error whose `extensions.code` says which, with keys and retryAfterMs when busy,
- * from a @Locked resolver (LockInterceptor) and from a @Locked service method (LockErrorFilter).
+ * from a @Locked resolver (LockInterceptor) and from a @Locked service method (LockErrorFilter, with the
+ * module's own mapping, `errorMapping`, off so that the filter alone answers; service-errors-map-themselves
+ * .e2e-spec.ts covers the mapping).
  */
 
 const gates = new Gates();
@@ -114,6 +116,7 @@ describe('lock errors over GraphQL (Apollo, code-first; real Nest app, real Redi
       redis.url,
       { imports: [graphql], providers: [OrdersResolver, PaymentsService, { provide: APP_FILTER, useClass: LockErrorFilter }] },
       logger,
+      { errorMapping: false },
     );
   });
   afterAll(async () => {

@@ -9,8 +9,10 @@ import { RecordingLogger, startHttpApp, type HttpTransportApp } from '../helpers
 
 /**
  * What an HTTP client receives for each lock error, on Express and on Fastify: from a @Locked route
- * (LockInterceptor), and from a @Locked service method called by a plain route (LockErrorFilter, opted
- * into with APP_FILTER). Real Nest apps on both platforms, real Redis, supertest.
+ * (LockInterceptor), and from a @Locked service method called by a plain route (LockErrorFilter, registered
+ * with APP_FILTER; the module's own mapping, `errorMapping`, is off here so that the filter alone answers:
+ * service-errors-map-themselves.e2e-spec.ts covers the mapping). Real Nest apps on both platforms, real
+ * Redis, supertest.
  */
 
 const TTL_MS = 10_000;
@@ -85,7 +87,7 @@ describe.each(['express', 'fastify'] as const)('lock errors over HTTP on %s (rea
 
   beforeAll(async () => {
     redis = await startRedis();
-    http = await startHttpApp(platform, redis.url, scenario, logger, { ttl: TTL_MS });
+    http = await startHttpApp(platform, redis.url, scenario, logger, { ttl: TTL_MS, errorMapping: false });
   });
   afterAll(async () => {
     gates.openAll();
@@ -214,30 +216,5 @@ describe.each(['express', 'fastify'] as const)('lock errors over HTTP on %s (rea
       expect(warnings).toContain('LockInterceptor');
       expect(warnings).toContain('LockErrorFilter');
     });
-  });
-});
-
-describe('LockModule registers no exception filter by itself (opt-in)', () => {
-  let redis: RedisProcess;
-  let http: HttpTransportApp;
-  const logger = new RecordingLogger();
-
-  beforeAll(async () => {
-    redis = await startRedis();
-    http = await startHttpApp('express', redis.url, { controllers: [OrdersController], providers: [PaymentsService] }, logger);
-  });
-  afterAll(async () => {
-    await http?.close();
-    await redis?.stop();
-  });
-
-  it("without LockErrorFilter a service method's bad key is Nest's plain 500, while a @Locked route still maps its own", async () => {
-    const fromService = await request(http.server).post('/payments').send({});
-    expect(fromService.status).toBe(500);
-    expect(fromService.body).toEqual({ statusCode: 500, message: 'Internal server error' });
-
-    const fromRoute = await request(http.server).post('/tenant-orders').send({});
-    expect(fromRoute.status).toBe(400);
-    expect(fromRoute.body.code).toBe('LOCK_INVALID_KEY');
   });
 });

@@ -12,7 +12,9 @@ import { connectSocket, RecordingLogger, startHttpApp, type HttpTransportApp } f
  * `{ status: 'error', code, message }` (plus keys and retryAfterMs when busy) — never left waiting — and
  * the same object as Nest's `exception` event (a WsException's). From a @Locked message handler
  * (LockInterceptor) and from a @Locked service method (LockErrorFilter: Nest applies no global filter to
- * gateways, so the gateway names it with @UseFilters). Real Nest app, real socket.io client, real Redis.
+ * gateways, so the gateway names it with @UseFilters). The module's own mapping (`errorMapping`) is off here,
+ * so that the filter alone answers (service-errors-map-themselves.e2e-spec.ts covers the mapping). Real Nest
+ * app, real socket.io client, real Redis.
  */
 
 const gates = new Gates();
@@ -89,7 +91,7 @@ describe('lock errors over a socket.io gateway (real socket.io client, real Redi
 
   beforeAll(async () => {
     redis = await startRedis();
-    http = await startHttpApp('express', redis.url, { providers: [OrdersGateway, PaymentsService] }, logger);
+    http = await startHttpApp('express', redis.url, { providers: [OrdersGateway, PaymentsService] }, logger, { errorMapping: false });
     socket = await connectSocket(http.baseUrl);
     socket.on('exception', (body: unknown) => exceptions.push(body));
   });

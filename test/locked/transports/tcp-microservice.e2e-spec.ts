@@ -12,7 +12,9 @@ import { RecordingLogger, startTcpMicroservice, type TcpTransportApp } from '../
  * What a microservice client (a real ClientProxy over TCP) receives for each lock error: the error object
  * Nest sends for an RpcException, `{ status: 'error', code, message }` plus keys and retryAfterMs when
  * busy — from a @Locked message handler (LockInterceptor) and from a @Locked service method
- * (LockErrorFilter as APP_FILTER, which Nest applies to microservice handlers).
+ * (LockErrorFilter as APP_FILTER, which Nest applies to microservice handlers). The module's own mapping
+ * (`errorMapping`) is off here, so that the filter alone answers (service-errors-map-themselves.e2e-spec.ts
+ * covers the mapping).
  */
 
 const gates = new Gates();
@@ -88,6 +90,7 @@ describe('lock errors over a TCP microservice (real ClientProxy, real Redis)', (
       redis.url,
       { controllers: [OrdersHandlers], providers: [PaymentsService, { provide: APP_FILTER, useClass: LockErrorFilter }] },
       logger,
+      { errorMapping: false },
     );
   });
   afterAll(async () => {
