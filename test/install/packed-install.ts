@@ -6,7 +6,10 @@
  * 2. For each scenario, makes a scratch application (ESM on NestJS 12 with ioredis 6, as `nest new` makes
  *    them now; CommonJS on NestJS 10 and 11 with ioredis 5), installs the tarball with a plain
  *    `npm install` (no --legacy-peer-deps), compiles it with tsc and starts it against a real redis-server.
- *    Two concurrent POSTs to its @Locked route must answer 201 and 409.
+ *    Two concurrent POSTs to its @Locked route must answer 201 and 409, and so must two to a plain route
+ *    calling a @Locked service method (409 with Retry-After, nothing registered by the app). Started again
+ *    with a wrong password, it must log one startup line naming the authentication failure, answer 503, and
+ *    show the password nowhere (its output, the response).
  * 3. The same NestJS 12 application installed from the git repository (`git+file://`), the other install
  *    path, whose `prepare` builds the package on the user's machine.
  *
@@ -115,36 +118,79 @@ function writeScratchApp(dir: string, scenario: Scenario): void {
   copyFileSync(APP_SOURCE, path.join(dir, 'src', 'main.ts'));
 }
 
-/** Starts the compiled app, sends two concurrent POSTs, and returns their statuses (sorted). */
-async function twoConcurrentCalls(dir: string, redis: RedisProcess): Promise<number[]> {
+/** The compiled app, started with `redisUrl`, once it listens: its URL, its output so far, and a way to stop it. */
+async function startApp(dir: string, redisUrl: string): Promise<{ url: string; output: () => string; stop: () => void }> {
   const child = spawn(process.execPath, ['dist/main.js'], {
     cwd: dir,
-    env: { ...process.env, REDIS_URL: redis.url },
+    env: { ...process.env, REDIS_URL: redisUrl },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  const onData = (chunk: Buffer): void => void (output += chunk.toString());
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
   try {
     const url = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`the app did not start within 30 s:\n${output}`)), 30_000);
-      const onData = (chunk: Buffer): void => {
-        output += chunk.toString();
+      const onListening = (): void => {
         const match = /listening (\S+)/.exec(output);
-        if (match) {
-          clearTimeout(timer);
-          resolve(match[1].replace('[::1]', '127.0.0.1'));
-        }
+        if (!match) return;
+        clearTimeout(timer);
+        resolve(match[1].replace('[::1]', '127.0.0.1'));
       };
-      child.stdout.on('data', onData);
-      child.stderr.on('data', onData);
+      child.stdout.on('data', onListening);
+      child.stderr.on('data', onListening);
       child.on('exit', (code) => reject(new Error(`the app exited (${code}) before listening:\n${output}`)));
     });
-    const responses = await Promise.all([fetch(`${url}/job`, { method: 'POST' }), fetch(`${url}/job`, { method: 'POST' })]);
-    const statuses = responses.map((response) => response.status).sort();
-    const body = (await responses.find((response) => response.status === 201)?.json()) as { held?: string[] } | undefined;
-    if (body?.held?.[0] !== 'job') throw new Error(`the handler did not see its lock: ${JSON.stringify(body)}`);
-    return statuses;
-  } finally {
+    return { url, output: () => output, stop: () => void child.kill('SIGTERM') };
+  } catch (error) {
     child.kill('SIGTERM');
+    throw error;
+  }
+}
+
+/** Two concurrent POSTs to `route`: their statuses (sorted) and the busy answer's Retry-After. */
+async function twoConcurrentCalls(url: string, route: string): Promise<{ statuses: number[]; retryAfter: string | null }> {
+  const responses = await Promise.all([fetch(`${url}${route}`, { method: 'POST' }), fetch(`${url}${route}`, { method: 'POST' })]);
+  const statuses = responses.map((response) => response.status).sort();
+  return { statuses, retryAfter: responses.find((response) => response.status === 409)?.headers.get('retry-after') ?? null };
+}
+
+/** The app on a healthy Redis: the @Locked route and the @Locked service method each answer 201 and 409. */
+async function lockedCalls(dir: string, redis: RedisProcess): Promise<string[]> {
+  const app = await startApp(dir, redis.url);
+  try {
+    const problems: string[] = [];
+    const route = await twoConcurrentCalls(app.url, '/job');
+    if (route.statuses.join() !== '201,409') problems.push(`@Locked route: statuses ${route.statuses.join(', ')}`);
+    const service = await twoConcurrentCalls(app.url, '/report');
+    if (service.statuses.join() !== '201,409') problems.push(`@Locked service method: statuses ${service.statuses.join(', ')}`);
+    if (service.retryAfter === null) problems.push('@Locked service method: no Retry-After on the 409');
+    return problems;
+  } finally {
+    app.stop();
+  }
+}
+
+/** The app given a wrong password: one startup line naming it, 503 to a lock call, the password nowhere. */
+async function wrongPassword(dir: string, guarded: RedisProcess): Promise<string[]> {
+  const secret = 'wrong-install-pw-3c9b';
+  const app = await startApp(dir, `redis://:${secret}@${guarded.host}:${guarded.port}`);
+  try {
+    const response = await fetch(`${app.url}/job`, { method: 'POST' });
+    const body = await response.text();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const output = app.output();
+    const problems: string[] = [];
+    const startupLines = output.split('\n').filter((line) => line.includes('Lock store not ready at startup'));
+    if (startupLines.length !== 1 || !startupLines[0].includes('authentication failed')) {
+      problems.push(`expected one startup line naming the authentication failure:\n${output}`);
+    }
+    if (response.status !== 503) problems.push(`a lock call answered ${response.status}, not 503`);
+    if (output.includes(secret) || body.includes(secret)) problems.push(`the password is shown:\n${output}\n${body}`);
+    return problems;
+  } finally {
+    app.stop();
   }
 }
 
@@ -154,6 +200,8 @@ async function main(): Promise<void> {
   const keepAlive = setInterval(() => undefined, 60_000);
   const work = mkdtempSync(path.join(os.tmpdir(), 'nest-lock-install-'));
   const redis = await startRedis();
+  const guarded = await startRedis();
+  await guarded.command('CONFIG', 'SET', 'requirepass', 'right-install-pw-71aa');
   let failed = false;
   try {
     const started = Date.now();
@@ -166,14 +214,13 @@ async function main(): Promise<void> {
       const library = scenario.from === 'tarball' ? tarball : `git+file://${clone}`;
       run('npm', ['install', ...scenario.dependencies, ...COMMON_DEPENDENCIES, library], dir);
       run(path.join(dir, 'node_modules', '.bin', 'tsc'), ['-p', '.'], dir);
-      const statuses = await twoConcurrentCalls(dir, redis);
-      const ok = statuses[0] === 201 && statuses[1] === 409;
-      failed ||= !ok;
+      const problems = [...(await lockedCalls(dir, redis)), ...(await wrongPassword(dir, guarded))];
+      failed ||= problems.length > 0;
       const seconds = ((Date.now() - begun) / 1000).toFixed(1);
-      console.log(`${ok ? 'ok  ' : 'FAIL'} ${scenario.name}: statuses ${statuses.join(', ')} (${seconds} s)`);
+      console.log(`${problems.length === 0 ? 'ok  ' : 'FAIL'} ${scenario.name} (${seconds} s)${problems.map((problem) => `\n  ${problem}`).join('')}`);
     }
   } finally {
-    await redis.stop();
+    await Promise.all([redis.stop(), guarded.stop()]);
     rmSync(work, { recursive: true, force: true });
     clearInterval(keepAlive);
   }
