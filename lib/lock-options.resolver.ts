@@ -392,7 +392,7 @@ function checkConnection(option: string, value: unknown, clusterAllowed: boolean
     typeof value === 'object' &&
     value !== null &&
     !Array.isArray(value) &&
-    [Object.prototype, null].includes(Object.getPrototypeOf(value));
+    [Object.prototype, null].includes(Object.getPrototypeOf(value) as object | null);
   const options = value as Record<string, unknown>;
   if (!isPlainObject || !['host', 'port', 'path', 'sentinels'].some((field) => options[field] !== undefined)) {
     throw new LockOptionsError(
