@@ -7,7 +7,6 @@ import type {
   AcquireOptions,
   LockModuleOptions,
   MinReplicas,
-  RedisConnection,
   RedlockNode,
   ResolvedLockOptions,
 } from './lock-options.interface';
