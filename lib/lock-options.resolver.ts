@@ -278,6 +278,7 @@ function instanceName(value: unknown): string {
 /** A non-empty printable string: it is shown in logs and metrics, and stored in Redis with each lease. */
 function name(option: string, value: unknown, maxLength: number): string {
   // Control characters would garble log lines and metric labels.
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
   if (typeof value !== 'string' || value.length === 0 || value.length > maxLength || /[\u0000-\u001f\u007f]/.test(value)) {
     throw new LockOptionsError(option, value, `a non-empty string of at most ${maxLength} printable characters`);
   }
