@@ -23,7 +23,7 @@ describe('resolveLockOptions', () => {
     );
   });
 
-  it.each<[string, LockModuleOptions | unknown]>([
+  it.each<[string, unknown]>([
     ['ttl', { ttl: 0 }],
     ['ttl', { ttl: -5 }],
     ['ttl', { ttl: Number.NaN }],

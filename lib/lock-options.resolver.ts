@@ -7,7 +7,6 @@ import type {
   AcquireOptions,
   LockModuleOptions,
   MinReplicas,
-  RedisConnection,
   RedlockNode,
   ResolvedLockOptions,
   StartupCheck,
@@ -295,6 +294,7 @@ function instanceName(value: unknown): string {
 /** A non-empty printable string: it is shown in logs and metrics, and stored in Redis with each lease. */
 function name(option: string, value: unknown, maxLength: number): string {
   // Control characters would garble log lines and metric labels.
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
   if (typeof value !== 'string' || value.length === 0 || value.length > maxLength || /[\u0000-\u001f\u007f]/.test(value)) {
     throw new LockOptionsError(option, value, `a non-empty string of at most ${maxLength} printable characters`);
   }
@@ -408,7 +408,7 @@ function checkConnection(option: string, value: unknown, clusterAllowed: boolean
     typeof value === 'object' &&
     value !== null &&
     !Array.isArray(value) &&
-    [Object.prototype, null].includes(Object.getPrototypeOf(value));
+    [Object.prototype, null].includes(Object.getPrototypeOf(value) as object | null);
   const options = value as Record<string, unknown>;
   if (!isPlainObject || !['host', 'port', 'path', 'sentinels'].some((field) => options[field] !== undefined)) {
     throw new LockOptionsError(

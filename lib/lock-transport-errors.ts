@@ -145,6 +145,7 @@ function optionalExport<T>(packageName: string, exportName: string): T | undefin
   let loaded = optionalPackages.get(packageName);
   if (loaded === undefined) {
     try {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports -- optional package, see above
       loaded = require(packageName) as Record<string, unknown>;
     } catch {
       loaded = null;

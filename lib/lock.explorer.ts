@@ -213,15 +213,19 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
 /** The prototype holding the class's methods: from the instance, or from the class before it exists. */
 function prototypeOf(wrapper: InstanceWrapper): object | undefined {
   const instance: unknown = wrapper.instance;
-  if (typeof instance === 'object' && instance !== null) return Object.getPrototypeOf(instance) ?? undefined;
-  if (!wrapper.isNotMetatype && typeof wrapper.metatype === 'function') return wrapper.metatype.prototype;
+  if (typeof instance === 'object' && instance !== null) {
+    return (Object.getPrototypeOf(instance) as object | null) ?? undefined;
+  }
+  if (!wrapper.isNotMetatype && typeof wrapper.metatype === 'function') return wrapper.metatype.prototype as object;
   return undefined;
 }
 
 /** The instances a call can reach: the singleton, or the transient instances built at startup. */
 function instancesOf(wrapper: InstanceWrapper): object[] {
   const candidates: unknown[] = [wrapper.instance];
-  if (wrapper.isTransient) candidates.push(...wrapper.getStaticTransientInstances().map((item) => item?.instance));
+  if (wrapper.isTransient) {
+    candidates.push(...wrapper.getStaticTransientInstances().map((item): unknown => item?.instance));
+  }
   return candidates.filter((item): item is object => typeof item === 'object' && item !== null);
 }
 

@@ -32,7 +32,7 @@ describe('InFlight', () => {
     const first = deferred<string>();
     const second = deferred<string>();
     expect(inFlight.track(first.promise)).toBe(first.promise);
-    inFlight.track(second.promise);
+    void inFlight.track(second.promise);
     const waiters = [inFlight.settled(), inFlight.settled()];
     first.resolve('granted');
     expect(await hasSettled(Promise.all(waiters))).toBe(false);
@@ -46,16 +46,16 @@ describe('InFlight', () => {
   it('counts work tracked after a wait began, and can wait again once idle', async () => {
     const inFlight = new InFlight();
     const first = deferred<void>();
-    inFlight.track(first.promise);
+    void inFlight.track(first.promise);
     const waiting = inFlight.settled();
     const later = deferred<void>();
-    inFlight.track(later.promise);
+    void inFlight.track(later.promise);
     first.resolve();
     expect(await hasSettled(waiting)).toBe(false);
     later.resolve();
     expect(await hasSettled(waiting)).toBe(true);
     const again = deferred<void>();
-    inFlight.track(again.promise);
+    void inFlight.track(again.promise);
     const secondWait = inFlight.settled();
     expect(await hasSettled(secondWait)).toBe(false);
     again.resolve();

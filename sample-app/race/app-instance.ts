@@ -80,7 +80,10 @@ export class AppInstance {
     } catch (error) {
       await instance.stop();
       const output = instance.output();
-      throw new Error(`${(error as Error).message}\n--- output of the instance on port ${options.port} ---\n${output}`);
+      throw new Error(
+        `${(error as Error).message}\n--- output of the instance on port ${options.port} ---\n${output}`,
+        { cause: error },
+      );
     }
   }
 

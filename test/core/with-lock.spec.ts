@@ -107,6 +107,7 @@ describe.each(storeRows())('withLock outcome (%s store)', (_name, fixture) => {
     ).toBe(failure);
     // Non-Error throwables pass through unchanged too.
     const odd = { code: 'E_ODD' };
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- a non-Error on purpose
     expect(await rejectionOf(locks.withLock(key, async () => Promise.reject(odd)))).toBe(odd);
     expect(await other.isLocked(key)).toBe(false);
     const next = await other.tryAcquire(key);

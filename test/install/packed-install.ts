@@ -57,6 +57,7 @@ function run(command: string, args: readonly string[], cwd: string): string {
     return execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: quietNpm() });
   } catch (error) {
     const failed = error as { stdout?: string; stderr?: string };
+    // eslint-disable-next-line preserve-caught-error -- the output is in the message already
     throw new Error(`${command} ${args.join(' ')} failed in ${cwd}:\n${failed.stdout ?? ''}\n${failed.stderr ?? ''}`);
   }
 }

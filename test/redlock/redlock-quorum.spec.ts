@@ -50,8 +50,9 @@ describe('Redlock quorum over 5 real Redis nodes, exhaustively', () => {
       if (!outcome.acquired) await settled(token, [lock.lockKey]);
       const values = await valuesOn(nodes, lock.lockKey);
       const ours = values.filter((value) => value === token).length;
-      outcomes.push(`held on [${held}]: ${outcome.acquired ? 'granted' : 'busy'}, ours on ${outcome.acquired ? 'a quorum' : ours}`);
-      expected.push(`held on [${held}]: ${held.length < QUORUM ? 'granted' : 'busy'}, ours on ${held.length < QUORUM ? 'a quorum' : 0}`);
+      const on = held.join(',');
+      outcomes.push(`held on [${on}]: ${outcome.acquired ? 'granted' : 'busy'}, ours on ${outcome.acquired ? 'a quorum' : ours}`);
+      expected.push(`held on [${on}]: ${held.length < QUORUM ? 'granted' : 'busy'}, ours on ${held.length < QUORUM ? 'a quorum' : 0}`);
 
       // The other client's leases are never touched.
       expect(held.map((node) => values[node])).toEqual(held.map(() => FOREIGN));
@@ -91,7 +92,8 @@ describe('Redlock quorum over 5 real Redis nodes, exhaustively', () => {
       const halfHeld = holding.filter((_, node) => (valuesA[node] === token) !== (valuesB[node] === token));
       const oursAnywhere = [...valuesA, ...valuesB].includes(token);
       if (outcome.acquired !== busyNodes < QUORUM || halfHeld.length > 0 || (!outcome.acquired && oursAnywhere)) {
-        mismatches.push(`holding ${holding.join('')}: acquired=${outcome.acquired}, A=${valuesA}, B=${valuesB}`);
+        const [shownA, shownB] = [valuesA.join(','), valuesB.join(',')];
+        mismatches.push(`holding ${holding.join('')}: acquired=${outcome.acquired}, A=${shownA}, B=${shownB}`);
       }
       if (outcome.acquired) {
         expect(outcome.fences).toHaveLength(2);

@@ -309,7 +309,7 @@ describe('bad input', () => {
         .compile();
       app = module.createNestApplication({ logger: ['fatal'] });
       await app.init();
-      app.get(SchedulerRegistry).getCronJob(INTEREST_CRON_JOB).stop();
+      void app.get(SchedulerRegistry).getCronJob(INTEREST_CRON_JOB).stop();
       http = app.getHttpServer() as App;
     });
     afterAll(() => app?.close());

@@ -26,7 +26,7 @@ export async function createBankApp(options: BankAppOptions): Promise<INestAppli
     .compile();
   const app = moduleRef.createNestApplication({ logger: ['error', 'fatal'] });
   await app.init();
-  app.get(SchedulerRegistry).getCronJob(INTEREST_CRON_JOB).stop();
+  void app.get(SchedulerRegistry).getCronJob(INTEREST_CRON_JOB).stop();
   return app;
 }
 

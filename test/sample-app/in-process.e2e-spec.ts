@@ -30,7 +30,7 @@ describe('sample app in the in-process mode (LOCK_STORE=memory)', () => {
       .compile();
     app = moduleRef.createNestApplication({ logger: ['error', 'fatal'] });
     await app.init();
-    app.get(SchedulerRegistry).getCronJob(INTEREST_CRON_JOB).stop();
+    void app.get(SchedulerRegistry).getCronJob(INTEREST_CRON_JOB).stop();
     client = bankClient(app);
   });
 

@@ -376,6 +376,7 @@ class HubWatch implements ReleaseWatch {
       const finish = (error?: unknown): void => {
         disarm();
         if (error === undefined) resolve(undefined);
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort reason, as is
         else reject(error);
       };
       signal?.addEventListener('abort', onAbort, { once: true });

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import Redis from 'ioredis';
 import { randomBytes } from 'node:crypto';
-import type { LockKeyNames, LockModuleOptions, RedlockNode } from '../../../lib';
+import type { LockKeyNames, RedlockNode } from '../../../lib';
 import { LockKeyNamer } from '../../../lib/keys';
 import { RedlockLockStore } from '../../../lib/stores/redlock/redlock-lock.store';
 import { CLIENT_FAMILIES, CLIENT_FAMILY_NAMES, type ClientFamilyName, type LentClient } from '../../support/client-families';
