@@ -288,7 +288,12 @@ const LABEL_MAX_LENGTH = 256;
 
 /** `<hostname>:<pid>` unless given: unique per process on a host, recognisable by an operator. */
 function instanceName(value: unknown): string {
-  return value === undefined ? `${hostname()}:${process.pid}` : name('instance', value, INSTANCE_MAX_LENGTH);
+  return value === undefined ? `${hostname()}:${process.pid}` : givenInstanceName(value);
+}
+
+/** An instance name given by the caller (the `instance` option, a test's other instance): printable, bounded. */
+export function givenInstanceName(value: unknown): string {
+  return name('instance', value, INSTANCE_MAX_LENGTH);
 }
 
 /** A non-empty printable string: it is shown in logs and metrics, and stored in Redis with each lease. */

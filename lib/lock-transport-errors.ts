@@ -24,7 +24,7 @@ function rowOf(error: unknown): LockErrorRow | undefined {
 /** The client-facing description of a lock error: its HTTP body without Nest's fields; undefined for any other error. */
 export function lockErrorPayload(error: unknown): LockErrorPayload | undefined {
   if (!(error instanceof LockError)) return undefined;
-  const { statusCode, error: reason, code, ...rest } = error.getResponse();
+  const { statusCode: _statusCode, error: _reason, code, ...rest } = error.getResponse();
   return code ? { code, ...rest } : undefined;
 }
 

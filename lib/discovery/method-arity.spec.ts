@@ -1,3 +1,4 @@
+/* eslint-disable @typescript-eslint/no-unused-vars -- the fixtures' parameters are what is counted */
 import { declaredArity } from './method-arity';
 
 class Sample {

@@ -6,7 +6,7 @@ import { LockKeyNamer, normalizeKeys } from '../keys';
 import { randomToken } from '../lease/token';
 import { LOCK_OPTIONS, LOCK_STORE } from '../lock.constants';
 import type { ResolvedLockOptions } from '../lock-options.interface';
-import { resolveCallSettings } from '../lock-options.resolver';
+import { givenInstanceName, resolveCallSettings } from '../lock-options.resolver';
 import { LockService } from '../lock.service';
 import { leaseValue, parseLeaseValue } from '../observability/lease-owner';
 import type { AcquireRequest, LockShape, LockStore } from '../stores/lock-store.interface';
@@ -20,9 +20,6 @@ const ANOTHER_INSTANCE = 'another-instance';
 
 /** What holdElsewhere's options may name: anything else is a typo that would be ignored. */
 const HOLD_OPTIONS: ReadonlySet<string> = new Set<keyof HoldElsewhereOptions>(['ttl', 'instance', 'limit', 'mode']);
-
-/** Longest instance name, as the module's `instance` option. */
-const INSTANCE_MAX_LENGTH = 256;
 
 /**
  * Puts an application's locks, on the in-process store, in the conditions a Redis deployment produces, for its
@@ -186,12 +183,10 @@ export class LockTesting implements OnApplicationShutdown {
 
   private holderName(instance: unknown): string {
     if (instance === undefined) return ANOTHER_INSTANCE;
-    if (typeof instance !== 'string' || instance.length === 0 || instance.length > INSTANCE_MAX_LENGTH || /[\u0000-\u001f\u007f]/.test(instance)) {
-      throw new LockOptionsError('instance', instance, `a non-empty string of at most ${INSTANCE_MAX_LENGTH} printable characters`);
+    const name = givenInstanceName(instance);
+    if (name === this.options.instance) {
+      throw new LockOptionsError('instance', name, "another instance's name than the application's own (the module's `instance`)");
     }
-    if (instance === this.options.instance) {
-      throw new LockOptionsError('instance', instance, "another instance's name than the application's own (the module's `instance`)");
-    }
-    return instance;
+    return name;
   }
 }
