@@ -2,6 +2,7 @@ import { LockLostError } from '../errors/lock-lost.error';
 import { leaseLength } from '../lock-options.resolver';
 import type { Lock } from '../lock.interface';
 import type { Lease } from './lease';
+import { checkedOnRead } from './read-checked-signal';
 
 /**
  * Node registers the dispose symbol as Symbol.for('nodejs.asyncDispose'); realms without the
@@ -137,6 +138,8 @@ class CombinedSignal {
       return;
     }
     for (const source of sources) source.addEventListener('abort', this.onAbort, { once: true });
+    // Reading a source checks its lease's validity, and its abort reaches this signal through onAbort.
+    checkedOnRead(this.controller.signal, () => void sources.some((source) => source.aborted));
   }
 
   get signal(): AbortSignal {

@@ -3,6 +3,7 @@ import { LockLostError, LockOptionsError } from '../errors';
 import { MIN_TTL_MS } from '../lock.constants';
 import type { Lock } from '../lock.interface';
 import type { LockKeyNames, LockShape, LockStore } from '../stores/lock-store.interface';
+import { checkedOnRead } from './read-checked-signal';
 import type { RenewalScheduler, ScheduledTask } from './renewal-scheduler';
 import { safeMessage } from '../errors/safe-cause';
 
@@ -108,11 +109,16 @@ export class Lease implements ScheduledTask {
     return this.state === 'held';
   }
 
-  /** Made on first use: most locks are released without anyone reading their signal. */
+  /**
+   * Made on first use: most locks are released without anyone reading their signal. Reading it checks the
+   * validity deadline (isHeld), so a holder that runs again after its lease ran out reads it aborted before
+   * it can act, whether or not the scheduler's timer has fired yet.
+   */
   get signal(): AbortSignal {
     if (!this.controller) {
       this.controller = new AbortController();
       if (this.lostReason) this.controller.abort(this.lostReason);
+      else checkedOnRead(this.controller.signal, () => void this.isHeld);
     }
     return this.controller.signal;
   }

@@ -4,6 +4,7 @@ import { FencedWriter } from '../../lib';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { startRedis, type RedisProcess } from '../support/redis-server';
 import type { HoldingMessage, PausedHolderConfig, PausedHolderReport } from './children/paused-holder';
+import type { ThawedWriterConfig, ThawedWriterReport } from './children/thawed-writer';
 import { trackChildren } from './support/child-process';
 
 const TTL_MS = 1_000;
@@ -80,5 +81,29 @@ describe('paused holder (SIGSTOP past the lease)', () => {
     expect(await successor.release()).toBe(true);
     expect(holder.reportedFaults).toEqual([]);
   });
-});
 
+  it('a thawed holder that checks its signal before each write makes no write after the pause', async () => {
+    const lockKey = uniqueKey('thawed-writer');
+    const holder = children.start('thawed-writer', {
+      config: { lockOptions: { redis: server.url, ttl: TTL_MS }, lockKey } satisfies ThawedWriterConfig,
+    });
+    await holder.next('holding', STEP_TIMEOUT_MS);
+    await sleep(200);
+    holder.signal('SIGSTOP');
+    // Frozen well past its lease, as the holder of a long GC pause or a stopped VM is.
+    await sleep(2.4 * TTL_MS);
+    const resumedAt = performance.timeOrigin + performance.now();
+    holder.signal('SIGCONT');
+    const report = await holder.next<ThawedWriterReport>('result', STEP_TIMEOUT_MS);
+    await holder.exitWithin(STEP_TIMEOUT_MS);
+    const afterResume = report.writes.filter((at) => at >= resumedAt);
+    console.log(
+      `thawed writer: ${report.writes.length} writes before the pause, ${afterResume.length} after it; ` +
+        `its first read after SIGCONT said aborted ${(report.abortedReadAt - resumedAt).toFixed(1)} ms in (${report.reason})`,
+    );
+    expect(report.writes.length).toBeGreaterThan(0);
+    expect(afterResume).toEqual([]);
+    expect(report.reason).toBe('LockLostError');
+    expect(holder.reportedFaults).toEqual([]);
+  });
+});
