@@ -18,9 +18,9 @@ import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websock
 import { firstValueFrom } from 'rxjs';
 import type { Socket } from 'socket.io-client';
 import request from 'supertest';
-import { LockErrorFilter, LockNotAcquiredError, LockService, type LockModuleOptions } from '../../lib';
-import { Locked } from '../../lib/decorators';
-import { startRedis, type RedisProcess } from '../support/redis-server';
+import { LockErrorFilter, LockNotAcquiredError, LockService, type LockModuleOptions } from '../../../lib';
+import { Locked } from '../../../lib/decorators';
+import { startRedis, type RedisProcess } from '../../support/redis-server';
 import {
   connectSocket,
   RecordingLogger,
@@ -29,7 +29,7 @@ import {
   type HttpTransportApp,
   type LogEntry,
   type TcpTransportApp,
-} from './helpers/transport-apps';
+} from '../helpers/transport-apps';
 
 /**
  * Lock errors thrown outside a @Locked route handler — a @Locked service method called by a plain route,
