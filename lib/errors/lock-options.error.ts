@@ -4,11 +4,12 @@ import { redactedUrl } from './redacted-url';
 /** An option given to LockModule (or to one call) is not valid. Fails the application's bootstrap. */
 export class LockOptionsError extends LockError {
   /**
-   * The value as given. Not enumerable: a logged error (Nest's bootstrap handler, util.inspect, JSON) prints its
-   * own enumerable properties, and this may be a URL or options object with a password; the message names it
-   * without one.
+   * The value as given. Kept off the error's own properties (a logged error prints them, with showHidden the
+   * hidden ones too, and this may be a URL or options object with a password): the message names it without one.
    */
-  declare readonly value: unknown;
+  get value(): unknown {
+    return givenValues.get(this);
+  }
 
   constructor(
     readonly option: string,
@@ -19,9 +20,12 @@ export class LockOptionsError extends LockError {
     shownAs?: string,
   ) {
     super(`Invalid lock option '${option}': ${shownAs ?? show(value)}. Expected ${expected}.`);
-    Object.defineProperty(this, 'value', { value, enumerable: false });
+    givenValues.set(this, value);
   }
 }
+
+/** Each error's value as given: see `value`. */
+const givenValues = new WeakMap<LockOptionsError, unknown>();
 
 function show(value: unknown): string {
   // A connection URL is shown without its password: the message goes to logs.

@@ -1,5 +1,5 @@
 import { HttpException } from '@nestjs/common';
-import { markSafe, redactedText, safeCause } from './safe-cause';
+import { markSafe, safeCause } from './safe-cause';
 import { LOCK_ERROR_ROWS, UNMAPPED_LOCK_ERROR_RESPONSE, type LockErrorPayload, type LockErrorResponse } from './lock-error-table';
 
 /**
@@ -24,7 +24,7 @@ export abstract class LockError extends HttpException {
       : { ...UNMAPPED_LOCK_ERROR_RESPONSE };
     super(response, status);
     this.name = new.target.name;
-    keepErrorShape(this, redactedText(message), options);
+    keepErrorShape(this, message, options);
     markSafe(this);
   }
 

@@ -22,10 +22,12 @@ export function redactedUrl(text: string): string {
  */
 function redactedUnparsed(text: string): string {
   const withoutQueryPassword = text.replace(/([?&]password=)[^&#]*/gi, '$1***');
-  const credentials = /^(\s*[a-z][a-z0-9+.-]*:\/+)(.*)@/i.exec(withoutQueryPassword);
-  if (!credentials) return withoutQueryPassword;
-  const [whole, scheme, userinfo] = credentials;
+  const at = withoutQueryPassword.lastIndexOf('@');
+  if (at < 0) return withoutQueryPassword;
+  // Up to the last `@`, after any scheme (or none: `user:pw@host`, `redis//:pw@host`, a scheme mistyped).
+  const scheme = /^\s*[a-z][a-z0-9+.-]*:\/+/i.exec(withoutQueryPassword)?.[0] ?? '';
+  const userinfo = withoutQueryPassword.slice(scheme.length, at);
   const colon = userinfo.indexOf(':');
   const shown = colon >= 0 ? `${userinfo.slice(0, colon)}:***` : '***';
-  return `${scheme}${shown}@${withoutQueryPassword.slice(whole.length)}`;
+  return `${scheme}${shown}${withoutQueryPassword.slice(at)}`;
 }

@@ -65,14 +65,17 @@ function framesOf(stack: string | undefined): string {
   return firstFrame < 0 ? '' : stack.slice(firstFrame);
 }
 
-/** AUTH (alone, or in HELLO's arguments) written out in a message, with up to two arguments: user, password. */
-const AUTH_ARGUMENTS = /\b(AUTH)\b['"]?(?:\s+['"]?[^\s'"]+['"]?){1,2}/gi;
+/**
+ * AUTH (alone, or in HELLO's arguments) written out in a message, with up to two arguments: user, password.
+ * Upper case only, as commands are written: a lock key "auth" in a message is left alone.
+ */
+const AUTH_ARGUMENTS = /\b(AUTH)\b['"`]?(?:\s+['"`]?[^\s'"`]+['"`]?){1,2}/g;
 
 /** Redis' "unknown command" error quotes the command's first arguments (HELLO 3 AUTH user password). */
 const QUOTED_ARGUMENTS = /(with args beginning with:).*$/gim;
 
-/** Any URL with a scheme in free text: its password is cut (redactedUrl). */
-const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/?[^\s"'<>]+/gi;
+/** Any URL with a scheme and `//` in free text: its password is cut (redactedUrl). */
+const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi;
 
 /**
  * ioredis' rejection of a command queued while the connection is down advises a setting

@@ -31,5 +31,7 @@ export function unavailableAdvice(detail: string, cause: unknown): string {
 function messagesOf(cause: unknown, depth = 0): string[] {
   if (!(cause instanceof Error) || depth > 4) return [];
   const inner = cause instanceof AggregateError ? cause.errors.flatMap((error: unknown) => messagesOf(error, depth + 1)) : [];
-  return [cause.message, ...inner, ...messagesOf(cause.cause, depth + 1)];
+  // ioredis' ClusterAllFailedError ("Failed to refresh slots cache") keeps the node's own error here.
+  const lastNodeError = messagesOf((cause as { lastNodeError?: unknown }).lastNodeError, depth + 1);
+  return [cause.message, ...inner, ...lastNodeError, ...messagesOf(cause.cause, depth + 1)];
 }

@@ -4,6 +4,7 @@ import type { Lock } from '../lock.interface';
 import { lastFenceKeyOf } from './fence-keys';
 import { FENCED_SET_SCRIPT } from './fenced-set.script';
 import { FencedWriteRejectedError } from './fenced-write-rejected.error';
+import { safeCause } from '../errors/safe-cause';
 
 export interface FencedSetOptions {
   /** When `fence` is a Lock over several keys: the key whose token guards this resource. Default: its first key. */
@@ -30,7 +31,8 @@ interface FencedSetClient {
  *
  * One resource must be guarded by one lock key: tokens of different keys are unrelated sequences.
  * Errors: a refused write is a FencedWriteRejectedError (`set`) or `false` (`trySet`); bad arguments, or a
- * last-fence key holding something else, a LockOptionsError; connection errors are the client's own.
+ * last-fence key holding something else, a LockOptionsError; connection errors are a copy of the client's
+ * own without what it sent (see safe-cause.ts).
  */
 export class FencedWriter {
   private readonly client: Redis | Cluster;
@@ -80,7 +82,8 @@ export class FencedWriter {
       if (error instanceof Error && /CROSSSLOT|same slot/i.test(error.message)) {
         throw new LockOptionsError('fenceKey', fenceKey, `a key in the Redis Cluster slot of ${JSON.stringify(key)} (share its hash tag)`);
       }
-      throw error;
+      // A copy without what the client sent (ioredis fails queued commands with a refused AUTH's own error).
+      throw safeCause(error);
     }
     const [status, lastFence] = reply;
     if (Number(status) === -1) {

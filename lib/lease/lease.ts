@@ -300,8 +300,10 @@ export class Lease implements ScheduledTask {
     if (this.state !== 'held') return lost;
     this.lostReason = lost;
     this.lostWhy = reason;
-    this.stop('lost');
+    // The signal first: a listener of the 'lost' event (or a reader of the warning) reads it aborted.
+    this.state = 'lost';
     this.controller?.abort(lost);
+    this.stop('lost');
     return lost;
   }
 

@@ -101,6 +101,34 @@ describe('the startup check', () => {
     expect((error as Error).message).not.toContain(PASSWORD);
   });
 
+  it("an ACL user that may PING but not run scripts: the warning names the ACL's refusal", async () => {
+    await redis.command('ACL', 'SETUSER', 'pinger', 'on', `>${PASSWORD}`, '~*', '+@connection');
+    const { logger } = await boot({ redis: `redis://pinger:${PASSWORD}@${redis.host}:${redis.port}` });
+    const [line] = logger.ofModule();
+    expect(line.level).toBe('warn');
+    expect(line.message).toMatch(/NOPERM.*ACL refused the connection's user/);
+  });
+
+  it("startupCheck: 'fail' closes the connections it opened before failing the bootstrap", async () => {
+    const clients = async (): Promise<number> =>
+      String(await redis.command('CLIENT', 'LIST')).split('\n').filter((line) => line.includes('cmd=') && !line.includes('cmd=client')).length;
+    await redis.command('ACL', 'SETUSER', 'pinger', 'on', `>${PASSWORD}`, '~*', '+@connection');
+    const before = await clients();
+    // As an application whose bootstrap failed: nobody calls close() (Nest runs no shutdown hook then).
+    const module = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: `redis://pinger:${PASSWORD}@${redis.host}:${redis.port}`, startupCheck: 'fail' })],
+    })
+      .setLogger(new CapturingLogger())
+      .compile();
+    const error = await module.init().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(error).toBeInstanceOf(LockUnavailableError);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await clients()).toBe(before);
+  });
+
   it('Redlock: ready while a quorum answers; below it, the warning names each node that did not', async () => {
     const gone = [await findFreePort(), await findFreePort()].map((port) => `redis://127.0.0.1:${port}`);
     const quorum = await boot({ nodes: [redis.url, `redis://:${PASSWORD}@127.0.0.1:${locked.port}`, gone[0]] });
