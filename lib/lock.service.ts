@@ -17,7 +17,7 @@ import { RenewalScheduler } from './lease/renewal-scheduler';
 import { LOCK_OPTIONS, LOCK_STORE } from './lock.constants';
 import type { Lock } from './lock.interface';
 import { LockContext } from './lock-context';
-import type { AcquireOptions, ResolvedLockOptions } from './lock-options.interface';
+import type { AcquireOptions, ResolvedLockOptions } from './options/lock-options.interface';
 import { parseLeaseValue } from './observability/lease-owner';
 import type { LockEvent } from './observability/lock-event';
 import type { LockInfo } from './observability/lock-info';

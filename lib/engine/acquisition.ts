@@ -13,8 +13,8 @@ import { Lease, type LeaseHost } from '../lease/lease';
 import { checkReentry } from '../lease/reentry';
 import { randomToken } from '../lease/token';
 import type { LockContext } from '../lock-context';
-import type { AcquireOptions, ResolvedLockOptions } from '../lock-options.interface';
-import { resolveCallSettings } from '../lock-options.resolver';
+import type { AcquireOptions, ResolvedLockOptions } from '../options/lock-options.interface';
+import { resolveCallSettings } from '../options/call-settings';
 import { leaseValue } from '../observability/lease-owner';
 import type { LockObserver } from '../observability/lock-observer';
 import type {

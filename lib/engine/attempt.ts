@@ -3,7 +3,7 @@
  * needs, and the hand-over it offers releases of this process while it sleeps.
  */
 import type { InFlight } from '../lease/in-flight';
-import type { CallSettings } from '../lock-options.resolver';
+import type { CallSettings } from '../options/call-settings';
 import type { OtelSpan } from '../observability/otel-api';
 import type { HandoverOffer, LockKeyNames } from '../stores/lock-store.interface';
 
