@@ -1,8 +1,8 @@
 export * from './errors';
 export * from './lock.constants';
 export * from './lock.interface';
-export * from './lock-options.interface';
-export { LOCK_DEFAULTS } from './lock-options.resolver';
+export * from './options/lock-options.interface';
+export { LOCK_DEFAULTS } from './options/module-options.resolver';
 export { LockModule } from './lock.module';
 export { LockService } from './lock.service';
 export * from './decorators';

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, type CallHandler, type ExecutionContext, ty
 import { catchError, throwError, type Observable } from 'rxjs';
 import { LockError } from './errors';
 import { LOCK_OPTIONS } from './lock.constants';
-import type { ResolvedLockOptions } from './lock-options.interface';
+import type { ResolvedLockOptions } from './options/lock-options.interface';
 import { logLockError, setRetryAfter, toTransportError } from './lock-transport-errors';
 
 /**

@@ -3,7 +3,7 @@ import { ModulesContainer } from '@nestjs/core';
 import type { Module } from '@nestjs/core/injector/module';
 import { describeStore } from './store-description';
 import { LOCK_OPTIONS } from './lock.constants';
-import type { ResolvedLockOptions } from './lock-options.interface';
+import type { ResolvedLockOptions } from './options/lock-options.interface';
 
 /** One configured LockModule of the application, as Nest's container holds it. */
 interface ConfiguredLockModule {

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import type { StoreHealthSource } from './health/store-health';
 import { LOCK_OPTIONS, LOCK_STORE } from './lock.constants';
-import type { ResolvedLockOptions } from './lock-options.interface';
+import type { ResolvedLockOptions } from './options/lock-options.interface';
 import { LockService } from './lock.service';
 import { describeStore } from './store-description';
 

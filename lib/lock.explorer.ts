@@ -22,8 +22,8 @@ import {
 import { LockNotAcquiredError, LockOptionsError } from './errors';
 import { LOCK_OPTIONS, LOCKED_WRAPPED } from './lock.constants';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
-import type { ResolvedLockOptions } from './lock-options.interface';
-import { resolveCallSettings } from './lock-options.resolver';
+import type { ResolvedLockOptions } from './options/lock-options.interface';
+import { resolveCallSettings } from './options/call-settings';
 import { LockService } from './lock.service';
 import { RetryAfterEstimator } from './retry-after.estimator';
 

@@ -7,7 +7,7 @@ import { ClientClosedRequestException, watchHttpClientGone } from './http-client
 import { LOCK_OPTIONS } from './lock.constants';
 import type { Lock, LockKeySource } from './lock.interface';
 import { LockMetadataAccessor } from './lock-metadata.accessor';
-import type { ResolvedLockOptions } from './lock-options.interface';
+import type { ResolvedLockOptions } from './options/lock-options.interface';
 import { LockService } from './lock.service';
 import { answerSkippedAcknowledgement, logLockError, toTransportError } from './lock-transport-errors';
 import { RetryAfterEstimator } from './retry-after.estimator';

@@ -1,5 +1,5 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import type { LockModuleOptions } from './lock-options.interface';
+import type { LockModuleOptions } from './options/lock-options.interface';
 
 export const {
   ConfigurableModuleClass: ConfigurableLockModule,

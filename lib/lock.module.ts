@@ -8,8 +8,8 @@ import {
   LOCK_MODULE_OPTIONS,
   LOCK_MODULE_OPTIONS_TYPE,
 } from './lock.module-definition';
-import type { LockModuleOptions } from './lock-options.interface';
-import { resolveLockOptions } from './lock-options.resolver';
+import type { LockModuleOptions } from './options/lock-options.interface';
+import { resolveLockOptions } from './options/module-options.resolver';
 import { LockHealthIndicator } from './health/lock-health.indicator';
 import { LockErrorFilter } from './lock-error.filter';
 import { LockErrorMappingInterceptor } from './lock-error-mapping.interceptor';

@@ -1,6 +1,6 @@
 import 'reflect-metadata';
 import { LockService } from './lock.service';
-import { resolveLockOptions } from './lock-options.resolver';
+import { resolveLockOptions } from './options/module-options.resolver';
 import type { AcquireOutcome, LockStore, ReleaseWatch } from './stores/lock-store.interface';
 
 /**

@@ -1,7 +1,7 @@
 import { LockOptionsError } from '../errors';
 import { compileLockKey, type CompiledLockKey } from '../keys/key-template';
-import type { AcquireOptions, LockedOptions } from '../lock-options.interface';
-import { checkAcquireOptionNames } from '../lock-options.resolver';
+import type { AcquireOptions, LockedOptions } from '../options/lock-options.interface';
+import { checkAcquireOptionNames } from '../options/call-settings';
 
 /** What @Locked records on a method (under LOCKED_METADATA), parsed once when the decorator is applied. */
 export interface LockedMetadata {

@@ -3,7 +3,7 @@ import { LockOptionsError } from '../errors';
 import type { LockedKey } from '../keys/key-template';
 import { LOCKED_METADATA } from '../lock.constants';
 import { LockInterceptor } from '../lock.interceptor';
-import type { LockedOptions } from '../lock-options.interface';
+import type { LockedOptions } from '../options/lock-options.interface';
 import { createLockedMethod } from './locked-method';
 import { type LockedMetadata, createLockedMetadata } from './locked-metadata';
 

@@ -1,5 +1,5 @@
 import { LockLostError } from '../errors/lock-lost.error';
-import { leaseLength } from '../lock-options.resolver';
+import { leaseLength } from '../options/validators';
 import type { Lock } from '../lock.interface';
 import type { Lease } from './lease';
 import { checkedOnRead } from './read-checked-signal';

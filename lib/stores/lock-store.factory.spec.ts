@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import { resolveLockOptions } from '../lock-options.resolver';
+import { resolveLockOptions } from '../options/module-options.resolver';
 import { createLockStore } from './lock-store.factory';
 
 describe('createLockStore', () => {

@@ -1,5 +1,5 @@
 import { Logger } from '@nestjs/common';
-import type { ResolvedLockOptions } from '../lock-options.interface';
+import type { ResolvedLockOptions } from '../options/lock-options.interface';
 import type { LockStore } from './lock-store.interface';
 import { MemoryLockStore } from './memory/memory-lock.store';
 import { RedisLockStore } from './redis/redis-lock.store';

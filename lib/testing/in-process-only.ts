@@ -1,5 +1,5 @@
 import { LockOptionsError } from '../errors';
-import type { ResolvedLockOptions } from '../lock-options.interface';
+import type { ResolvedLockOptions } from '../options/lock-options.interface';
 import type { LockStore } from '../stores/lock-store.interface';
 import { MemoryLockStore } from '../stores/memory/memory-lock.store';
 

@@ -2,7 +2,7 @@ import { Injectable, Logger, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { LockModule, LockOptionsError, LockService } from '../../lib';
 import { LOCK_OPTIONS } from '../../lib/lock.constants';
-import { resolveLockOptions } from '../../lib/lock-options.resolver';
+import { resolveLockOptions } from '../../lib/options/module-options.resolver';
 import { quietLogger, uniqueKey } from '../support/lock-app';
 import { rejectionOf } from './helpers/timing';
 

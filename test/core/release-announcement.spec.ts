@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Redis from 'ioredis';
 import { LockNotAcquiredError } from '../../lib';
 import { LockKeyNamer } from '../../lib/keys';
-import { resolveLockOptions } from '../../lib/lock-options.resolver';
+import { resolveLockOptions } from '../../lib/options/module-options.resolver';
 import { createLockStore } from '../../lib/stores/lock-store.factory';
 import { eventually } from '../support/eventually';
 import { trackLockApps, uniqueKey } from '../support/lock-app';

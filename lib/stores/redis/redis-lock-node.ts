@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { InvalidLockKeyError } from '../../errors';
 import { STORE_CLOSED } from '../../errors/unavailable-details';
-import type { MinReplicas, RedisConnection, RedlockNode } from '../../lock-options.interface';
+import type { MinReplicas, RedisConnection, RedlockNode } from '../../options/lock-options.interface';
 import { type LockClient, type LockScript, type RedisArgument, createLockClient, lockScript, sha1 } from '../clients';
 import type { LockKeyNames, LockShape } from '../lock-store.interface';
 import { kindConflict, recordOf, shapeFromRecord } from '../shared/kind-conflict';

@@ -1,5 +1,5 @@
 import { LockError, LockUnavailableError } from '../../errors';
-import type { MinReplicas, RedisConnection } from '../../lock-options.interface';
+import type { MinReplicas, RedisConnection } from '../../options/lock-options.interface';
 import { roundMs, type StoreHealth } from '../../health/store-health';
 import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
 import { kindOf } from '../shared/kind-conflict';

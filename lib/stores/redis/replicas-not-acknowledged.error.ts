@@ -1,4 +1,4 @@
-import type { MinReplicas } from '../../lock-options.interface';
+import type { MinReplicas } from '../../options/lock-options.interface';
 
 /**
  * A write of a lease that fewer replicas acknowledged than minReplicas asks for, within its timeout: a

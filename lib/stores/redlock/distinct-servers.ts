@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { LockOptionsError } from '../../errors';
-import type { RedlockNode } from '../../lock-options.interface';
+import type { RedlockNode } from '../../options/lock-options.interface';
 import { safeMessage } from '../../errors/safe-cause';
 
 /** What the check needs of a Redlock node: its place in `nodes`, and the identity of the server behind it. */

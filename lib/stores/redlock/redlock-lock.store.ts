@@ -1,5 +1,5 @@
 import { InvalidLockKeyError, LockOptionsError, LockUnavailableError } from '../../errors';
-import type { MinReplicas, RedlockNode } from '../../lock-options.interface';
+import type { MinReplicas, RedlockNode } from '../../options/lock-options.interface';
 import { type NodeHealth, roundMs, type StoreHealth } from '../../health/store-health';
 import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
 import { type NodeAcquireReply, type NodeHolder, RedisLockNode, UNNAMED_READERS, isPermit } from '../redis/redis-lock-node';

@@ -1,16 +1,12 @@
+/**
+ * Resolves LockModule's options once, at bootstrap: the documented defaults merged in, every value validated,
+ * and the connection options (a URL, ioredis options, a lent client, Redlock nodes) checked before any is opened.
+ */
 import { hostname } from 'node:os';
-import { LockOptionsError } from './errors';
-import { MIN_TTL_MS } from './lock.constants';
-import { isClusterClient, isLendableClient, isNodeRedisClient } from './stores/clients/client-shape';
-import type { LockShape } from './stores/lock-store.interface';
-import type {
-  AcquireOptions,
-  LockModuleOptions,
-  MinReplicas,
-  RedlockNode,
-  ResolvedLockOptions,
-  StartupCheck,
-} from './lock-options.interface';
+import { LockOptionsError } from '../errors';
+import { isClusterClient, isLendableClient, isNodeRedisClient } from '../stores/clients/client-shape';
+import type { LockModuleOptions, MinReplicas, RedlockNode, ResolvedLockOptions, StartupCheck } from './lock-options.interface';
+import { flag, holdBounds, holdTime, leaseLength, nonNegative, printableName, replicaBudget } from './validators';
 
 /** The documented defaults (README, "Configuration"). */
 export const LOCK_DEFAULTS = {
@@ -131,117 +127,6 @@ function startupCheck(value: unknown): StartupCheck {
   return value as StartupCheck;
 }
 
-/** The settings one acquisition runs with: the call's options over the module's. */
-export interface CallSettings {
-  readonly ttl: number;
-  readonly wait: number;
-  readonly autoExtend: boolean;
-  readonly maxHold: number;
-  readonly minHold: number;
-  readonly reentrant: boolean;
-  readonly label?: string;
-  readonly signal?: AbortSignal;
-  /** What to hold (`limit`, `mode`); a mutex when absent. */
-  readonly shape?: LockShape;
-}
-
-/** Largest `limit`: far beyond any real pool, small enough to stay an exact integer in every store. */
-const MAX_LIMIT = 1_000_000;
-
-/** Validates the options of one call (a LockOptionsError at the call) and merges the module's under them. */
-export function resolveCallSettings(module: ResolvedLockOptions, call: AcquireOptions | undefined): CallSettings {
-  if (call === undefined) return module;
-  if (typeof call !== 'object' || call === null) {
-    throw new LockOptionsError('options', call, 'an object of AcquireOptions');
-  }
-  checkAcquireOptionNames(call);
-  const signal = call.signal;
-  if (signal !== undefined && !(signal instanceof AbortSignal)) {
-    throw new LockOptionsError('signal', signal, 'an AbortSignal');
-  }
-  if (call.ttl !== undefined && module.minReplicas) {
-    replicaBudget(module.minReplicas.timeout, leaseLength('ttl', call.ttl, false), 'ttl', call.ttl);
-  }
-  return {
-    ttl: call.ttl === undefined ? module.ttl : leaseLength('ttl', call.ttl, false),
-    wait: call.wait === undefined ? module.wait : nonNegative('wait', call.wait),
-    autoExtend: call.autoExtend === undefined ? module.autoExtend : flag('autoExtend', call.autoExtend),
-    ...holdBounds(
-      call.maxHold === undefined ? module.maxHold : leaseLength('maxHold', call.maxHold, true),
-      call.minHold === undefined ? module.minHold : holdTime('minHold', call.minHold),
-    ),
-    reentrant: call.reentrant === undefined ? module.reentrant : flag('reentrant', call.reentrant),
-    label: call.label === undefined ? undefined : name('label', call.label, LABEL_MAX_LENGTH),
-    signal,
-    shape: shapeOf(call.limit, call.mode),
-  };
-}
-
-/** What AcquireOptions may name: anything else is a typo that would otherwise be ignored (`tll`, `wiat`). */
-const ACQUIRE_OPTIONS: ReadonlySet<string> = new Set<keyof AcquireOptions>([
-  'ttl',
-  'wait',
-  'autoExtend',
-  'maxHold',
-  'minHold',
-  'reentrant',
-  'limit',
-  'mode',
-  'label',
-  'signal',
-]);
-
-/**
- * LockOptionsError for an option AcquireOptions does not have, as the module's options are checked. TypeScript
- * catches it only in an object literal: options spread from a config object, or from JavaScript, are not.
- */
-export function checkAcquireOptionNames(options: object): void {
-  for (const option in options) {
-    if (!ACQUIRE_OPTIONS.has(option)) {
-      throw new LockOptionsError(option, (options as Record<string, unknown>)[option], `one of the options: ${[...ACQUIRE_OPTIONS].join(', ')}`);
-    }
-  }
-}
-
-/**
- * maxHold and minHold together: a lock is never held past maxHold, so a minHold beyond it could not be kept
- * (ShedLock's rule too: lockAtLeastFor ≤ lockAtMostFor). Checked on the merged settings, so a call's minHold
- * is held against the module's maxHold and the other way round.
- */
-function holdBounds(maxHold: number, minHold: number): { maxHold: number; minHold: number } {
-  if (minHold > maxHold) {
-    throw new LockOptionsError('minHold', minHold, `at most maxHold (${maxHold} ms): a lock is never held longer than maxHold`);
-  }
-  return { maxHold, minHold };
-}
-
-/**
- * The longest finite time in ms an option may give: Redis takes PX / PEXPIRE as a 64-bit integer, and a
- * larger double would be written in exponent notation ("1e+300"), which Redis refuses.
- */
-const LONGEST_MS = Number.MAX_SAFE_INTEGER;
-
-/**
- * `limit` and `mode` as a LockShape: undefined (a mutex) without them and for `mode: 'write'`, which is
- * the plain lock. `limit: 1` is a semaphore of one, not a mutex: the key is then a semaphore, and a mutex
- * call on it is refused like any other mix.
- */
-function shapeOf(limit: unknown, mode: unknown): LockShape | undefined {
-  if (mode !== undefined && mode !== 'read' && mode !== 'write') {
-    throw new LockOptionsError('mode', mode, "'read' or 'write'");
-  }
-  if (limit !== undefined) {
-    if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
-      throw new LockOptionsError('limit', limit, `an integer from 1 to ${MAX_LIMIT}: how many holders the key admits at once`);
-    }
-    if (mode !== undefined) {
-      throw new LockOptionsError('limit', limit, "no 'mode' beside it: a key is a semaphore or a read-write lock, not both");
-    }
-    return { kind: 'semaphore', limit };
-  }
-  return mode === 'read' ? { kind: 'read' } : undefined;
-}
-
 function positive(option: string, value: unknown, infinityAllowed: boolean): number {
   if (typeof value !== 'number' || !(value > 0) || (!infinityAllowed && !Number.isFinite(value))) {
     throw new LockOptionsError(option, value, `a ${infinityAllowed ? '' : 'finite '}number of milliseconds above 0`);
@@ -249,42 +134,8 @@ function positive(option: string, value: unknown, infinityAllowed: boolean): num
   return value;
 }
 
-/** A lease length (ttl, maxHold): at least MIN_TTL_MS, or no lease could ever be granted on Redis. */
-export function leaseLength(option: string, value: unknown, infinityAllowed: boolean): number {
-  if (
-    typeof value !== 'number' ||
-    !(value >= MIN_TTL_MS) ||
-    (Number.isFinite(value) ? value > LONGEST_MS : !infinityAllowed)
-  ) {
-    throw new LockOptionsError(
-      option,
-      value,
-      `a ${infinityAllowed ? '' : 'finite '}number of milliseconds from ${MIN_TTL_MS} to ${LONGEST_MS}: a lease is valid for ` +
-        'its length minus the clock-drift allowance (ttl × driftFactor + 2 ms) and a round trip, so a shorter one ' +
-        'could never be granted on Redis',
-    );
-  }
-  return value;
-}
-
-function nonNegative(option: string, value: unknown): number {
-  if (typeof value !== 'number' || !(value >= 0)) {
-    throw new LockOptionsError(option, value, 'a number of milliseconds from 0 (one attempt) up to Infinity');
-  }
-  return value;
-}
-
-/** A finite number of ms from 0 (off): a hold-over must end, or the key would stay locked for nobody. */
-function holdTime(option: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > LONGEST_MS) {
-    throw new LockOptionsError(option, value, `a number of milliseconds from 0 (off) to ${LONGEST_MS}`);
-  }
-  return value;
-}
-
-/** Longest `instance` and `label`: names for people and dashboards, not data. */
+/** Longest `instance`: a name for people and dashboards, not data. */
 const INSTANCE_MAX_LENGTH = 256;
-const LABEL_MAX_LENGTH = 256;
 
 /** `<hostname>:<pid>` unless given: unique per process on a host, recognisable by an operator. */
 function instanceName(value: unknown): string {
@@ -293,22 +144,7 @@ function instanceName(value: unknown): string {
 
 /** An instance name given by the caller (the `instance` option, a test's other instance): printable, bounded. */
 export function givenInstanceName(value: unknown): string {
-  return name('instance', value, INSTANCE_MAX_LENGTH);
-}
-
-/** A non-empty printable string: it is shown in logs and metrics, and stored in Redis with each lease. */
-function name(option: string, value: unknown, maxLength: number): string {
-  // Control characters would garble log lines and metric labels.
-  // eslint-disable-next-line no-control-regex -- matching control characters is the point
-  if (typeof value !== 'string' || value.length === 0 || value.length > maxLength || /[\u0000-\u001f\u007f]/.test(value)) {
-    throw new LockOptionsError(option, value, `a non-empty string of at most ${maxLength} printable characters`);
-  }
-  return value;
-}
-
-function flag(option: string, value: unknown): boolean {
-  if (typeof value !== 'boolean') throw new LockOptionsError(option, value, 'true or false');
-  return value;
+  return printableName('instance', value, INSTANCE_MAX_LENGTH);
 }
 
 /**
@@ -335,18 +171,6 @@ function checkMinReplicas(value: unknown, ttl: number, onRedis: boolean): MinRep
     throw new LockOptionsError('minReplicas', value, "'redis' or 'nodes' as well: the in-process store has no replicas");
   }
   return { replicas, timeout };
-}
-
-/**
- * A renewal under minReplicas may take the whole WAIT timeout before it counts, and it is sent about a third
- * of a ttl before the lease would end: a longer WAIT would let a lease lapse although every renewal was
- * acknowledged. So the timeout must fit in a third of every ttl it is used with (the module's and a call's).
- */
-function replicaBudget(timeout: number, ttl: number, option: string, value: unknown): void {
-  if (timeout > ttl / 3) {
-    const expected = option === 'ttl' ? `at least 3 × minReplicas.timeout (${timeout} ms)` : `at most a third of the ttl (${ttl} ms)`;
-    throw new LockOptionsError(option, value, `${expected}: a renewal is sent about ttl/3 before the lease ends, and may wait that long for replicas`);
-  }
 }
 
 /**

@@ -1,3 +1,7 @@
+/**
+ * The types of the module's configuration: LockModuleOptions and its connections, AcquireOptions and
+ * LockedOptions of a call, and the resolved options the module's parts read.
+ */
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 
 /**
