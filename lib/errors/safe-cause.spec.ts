@@ -1,4 +1,5 @@
 import { inspect } from 'node:util';
+import { LockOptionsError } from './lock-options.error';
 import { LockUnavailableError } from './lock-unavailable.error';
 import { redactedText, safeCause, safeMessage } from './safe-cause';
 
@@ -66,5 +67,23 @@ describe('safeMessage', () => {
   it("says a command failed on a connection that is down without ioredis' advice about its own option", () => {
     const error = new Error('Reached the max retries per request limit (which is 2). Refer to "maxRetriesPerRequest" option for details.');
     expect(safeMessage(error)).toBe('not sent: the connection is down');
+  });
+});
+
+describe('what lock errors show of what they are given', () => {
+  it("a lock key that reads like a command's word is shown as given", () => {
+    const busy = new LockUnavailableError(['auth', 'user auth flow', 'files:/srv/a@b'], 'acquire failed');
+    expect(busy.message).toContain('"auth", "user auth flow", "files:/srv/a@b"');
+  });
+
+  it.each([
+    ['default:s3cr3t-pw@host:6379', 'default:***@host:6379'],
+    [':s3cr3t-pw@h:6379', ':***@h:6379'],
+    ['redis//:s3cr3t-pw@host', 'redis//:***@host'],
+  ])('an option value without a scheme, %s, is shown without its password', (given, shown) => {
+    const error = new LockOptionsError('redis', given, 'a Redis URL');
+    expect(error.message).toContain(JSON.stringify(shown));
+    expect(inspect(error, { depth: Infinity, showHidden: true })).not.toContain(SECRET);
+    expect(error.value).toBe(given);
   });
 });

@@ -55,7 +55,9 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
   }
   for (const option of Object.keys(given)) {
     if (!KNOWN_OPTIONS.has(option)) {
-      throw new LockOptionsError(option, (given as Record<string, unknown>)[option], `one of the options: ${[...KNOWN_OPTIONS].join(', ')}`);
+      // Its value is not shown: an option put at the wrong level is often a credential (password, username).
+      const value = (given as Record<string, unknown>)[option];
+      throw new LockOptionsError(option, value, `one of the options: ${[...KNOWN_OPTIONS].join(', ')}`, `a value of type ${typeof value}`);
     }
   }
   if (given.redis !== undefined && given.nodes !== undefined) {
