@@ -1,6 +1,6 @@
 import { LockKeyNamer } from '../../lib/keys';
 import type { LockKeyNames, LockShape } from '../../lib/stores/lock-store.interface';
-import { UNDO_SCRIPT } from '../../lib/stores/redis/lock-scripts';
+import { UNDO_SCRIPT } from '../../lib/stores/redis/scripts';
 import type { LockScript } from '../../lib/stores/clients/lock-script';
 import { RedisLockNode } from '../../lib/stores/redis/redis-lock-node';
 import { ReplicasNotAcknowledgedError } from '../../lib/stores/redis/replicas-not-acknowledged.error';

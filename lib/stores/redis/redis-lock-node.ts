@@ -2,43 +2,31 @@ import { Logger } from '@nestjs/common';
 import { InvalidLockKeyError } from '../../errors';
 import { STORE_CLOSED } from '../../errors/unavailable-details';
 import type { MinReplicas, RedisConnection, RedlockNode } from '../../lock-options.interface';
-import { type LockClient, type LockScript, type RedisArgument, createLockClient, lockScript, sha1 } from '../clients';
+import { type LockClient, type LockScript, type RedisArgument, createLockClient } from '../clients';
 import type { LockKeyNames, LockShape } from '../lock-store.interface';
 import { kindConflict, recordOf, shapeFromRecord } from '../shared/kind-conflict';
 import { CommandTimeoutError, type Expirable, expireAfter, withTimeout } from '../shared/with-timeout';
 import { withdrawalMessage } from '../shared/withdrawal-message';
-import { ACQUIRE_SCRIPT, EXTEND_SCRIPT, HANDOVER_SCRIPT, RAISE_FENCES_SCRIPT, RELEASE_SCRIPT, UNDO_SCRIPT } from './lock-scripts';
-import { FORCE_RELEASE_SCRIPT, INSPECT_SCRIPT } from './operator-scripts';
-import {
-  PERMIT_ACQUIRE_SCRIPT,
-  PERMIT_EXTEND_SCRIPT,
-  PERMIT_RAISE_FENCE_SCRIPT,
-  PERMIT_RELEASE_SCRIPT,
-  PERMIT_UNDO_SCRIPT,
-} from './permit-scripts';
-import { WITHDRAW_SCRIPT, WRITE_ACQUIRE_SCRIPT } from './read-write-scripts';
 import { ReplicasNotAcknowledgedError } from './replicas-not-acknowledged.error';
-import { SERVER_ID_SCRIPT } from './server-id-script';
 import { safeMessage } from '../../errors/safe-cause';
-
-/** The scripts, with their SHA; the names are what ioredis registers them as (namespaced, see LockScript). */
-const ACQUIRE = lockScript('nestLockAcquire', ACQUIRE_SCRIPT);
-const EXTEND = lockScript('nestLockExtend', EXTEND_SCRIPT);
-const RELEASE = lockScript('nestLockRelease', RELEASE_SCRIPT);
-const RAISE_FENCES = lockScript('nestLockRaiseFences', RAISE_FENCES_SCRIPT);
-const UNDO = lockScript('nestLockUndo', UNDO_SCRIPT);
-const HANDOVER = lockScript('nestLockHandover', HANDOVER_SCRIPT);
-const INSPECT = lockScript('nestLockInspect', INSPECT_SCRIPT);
-const FORCE_RELEASE = lockScript('nestLockForceRelease', FORCE_RELEASE_SCRIPT);
-const PERMIT_ACQUIRE = lockScript('nestLockPermitAcquire', PERMIT_ACQUIRE_SCRIPT);
-const PERMIT_EXTEND = lockScript('nestLockPermitExtend', PERMIT_EXTEND_SCRIPT);
-const PERMIT_RELEASE = lockScript('nestLockPermitRelease', PERMIT_RELEASE_SCRIPT);
-const PERMIT_UNDO = lockScript('nestLockPermitUndo', PERMIT_UNDO_SCRIPT);
-const PERMIT_RAISE_FENCE = lockScript('nestLockPermitRaiseFence', PERMIT_RAISE_FENCE_SCRIPT);
-const WRITE_ACQUIRE = lockScript('nestLockWriteAcquire', WRITE_ACQUIRE_SCRIPT);
-const WITHDRAW = lockScript('nestLockWithdraw', WITHDRAW_SCRIPT);
-/** Not registered with lockScript(): asked of Redlock nodes only (DistinctServers), never in a batch (batchIndex 0 is never batched). */
-const SERVER_ID: LockScript = { name: 'nestLockServerId', lua: SERVER_ID_SCRIPT, sha: sha1(SERVER_ID_SCRIPT), batchIndex: 0 };
+import {
+  ACQUIRE,
+  EXTEND,
+  FORCE_RELEASE,
+  HANDOVER,
+  INSPECT,
+  PERMIT_ACQUIRE,
+  PERMIT_EXTEND,
+  PERMIT_RAISE_FENCE,
+  PERMIT_RELEASE,
+  PERMIT_UNDO,
+  RAISE_FENCES,
+  RELEASE,
+  SERVER_ID,
+  UNDO,
+  WITHDRAW,
+  WRITE_ACQUIRE,
+} from './scripts';
 
 /** Whether a shape is one holder among several (a semaphore's permit, a reader): the permit scripts. */
 export function isPermit(shape: LockShape | undefined): shape is Exclude<LockShape, { kind: 'mutex' }> {
@@ -383,7 +371,7 @@ export class RedisLockNode {
   }
 
   /**
-   * A writer on a key that readers may hold (see read-write-scripts.ts). `attempt` when it is a quorum
+   * A writer on a key that readers may hold (see WRITE_ACQUIRE_SCRIPT). `attempt` when it is a quorum
    * member's first script (a writer queued before); the second script runs in the token's chain instead.
    */
   private async acquireWrite(key: LockKeyNames, token: string, ttl: number, timeoutMs: number, final: boolean, attempt?: PlainAttempt): Promise<NodeAcquireReply> {
@@ -404,7 +392,7 @@ export class RedisLockNode {
     throw this.foreignData(key, status === -1 ? 'lock' : 'fence');
   }
 
-  /** A semaphore's permit or a reader (see permit-scripts.ts). */
+  /** A semaphore's permit or a reader (see PERMIT_ACQUIRE_SCRIPT). */
   private async acquirePermit(
     key: LockKeyNames,
     token: string,
