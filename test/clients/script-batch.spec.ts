@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { type LockClient, createLockClient, lockScript } from '../../lib/stores/clients';
-import { CommandTimeoutError } from '../../lib/stores/shared/with-timeout';
+import { CommandTimeoutError } from '../../lib/errors/command-timeout.error';
 import { eventually } from '../support/eventually';
 import { startMasterWithReplica } from '../support/redis-sentinel';
 import { type RedisProcess, startRedis } from '../support/redis-server';

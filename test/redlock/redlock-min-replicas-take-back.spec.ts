@@ -3,7 +3,7 @@ import type { LockKeyNames, LockShape } from '../../lib/stores/lock-store.interf
 import { UNDO_SCRIPT } from '../../lib/stores/redis/scripts';
 import type { LockScript } from '../../lib/stores/clients/lock-script';
 import { RedisLockNode } from '../../lib/stores/redis/redis-lock-node';
-import { ReplicasNotAcknowledgedError } from '../../lib/stores/redis/replicas-not-acknowledged.error';
+import { ReplicasNotAcknowledgedError } from '../../lib/errors/replicas-not-acknowledged.error';
 import { uniqueKey } from '../support/lock-app';
 import { type MasterWithReplica, startMasterWithReplica } from '../support/redis-sentinel';
 

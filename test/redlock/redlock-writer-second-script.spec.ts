@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockKeyNamer } from '../../lib/keys';
 import { RedisLockNode } from '../../lib/stores/redis/redis-lock-node';
-import { CommandTimeoutError } from '../../lib/stores/shared/with-timeout';
+import { CommandTimeoutError } from '../../lib/errors/command-timeout.error';
 import { rejectionOf } from '../core/helpers/timing';
 import type { LockScript } from '../../lib/stores/clients/lock-script';
 import { type RedisProcess, startRedis } from '../support/redis-server';

@@ -7,7 +7,8 @@ import { ClusterNodeLogs, ConnectionLog } from './connection-log';
 import { quitOrDisconnect } from './quit';
 import { type ServerInfo, batchRefusal, fitsBatches } from './batch-fit';
 import { BatchedCall, batchArguments, batchScript } from './script-batch';
-import { CommandTimeoutError, expireAfter, withTimeout } from '../shared/with-timeout';
+import { CommandTimeoutError } from '../../errors/command-timeout.error';
+import { expireAfter, withTimeout } from '../shared/with-timeout';
 import { safeMessage } from '../../errors/safe-cause';
 
 /** A command defineCommand added: `numkeys, ...keys, ...args`. */

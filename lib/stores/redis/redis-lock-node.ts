@@ -1,13 +1,15 @@
 import { Logger } from '@nestjs/common';
 import { InvalidLockKeyError } from '../../errors';
-import { STORE_CLOSED } from '../../errors/unavailable-details';
+import { CommandTimeoutError } from '../../errors/command-timeout.error';
+import { ReplicasNotAcknowledgedError } from '../../errors/replicas-not-acknowledged.error';
+import { StoreClosedError } from '../../errors/store-closed.error';
 import type { MinReplicas, RedisConnection, RedlockNode } from '../../lock-options.interface';
 import { type LockClient, type LockScript, type RedisArgument, createLockClient } from '../clients';
 import type { LockKeyNames, LockShape } from '../lock-store.interface';
 import { kindConflict, recordOf, shapeFromRecord } from '../shared/kind-conflict';
-import { CommandTimeoutError, type Expirable, expireAfter, withTimeout } from '../shared/with-timeout';
+import { type Expirable, expireAfter, withTimeout } from '../shared/with-timeout';
+import { noop } from '../../util/noop';
 import { withdrawalMessage } from '../shared/withdrawal-message';
-import { ReplicasNotAcknowledgedError } from './replicas-not-acknowledged.error';
 import { safeMessage } from '../../errors/safe-cause';
 import {
   ACQUIRE,
@@ -782,14 +784,6 @@ export class RedisLockNode {
   }
 }
 
-/** A command asked of a node after close(); the stores report it as LockUnavailableError. */
-export class StoreClosedError extends Error {
-  constructor() {
-    super(`${STORE_CLOSED} (the application is shutting down)`);
-    this.name = 'StoreClosedError';
-  }
-}
-
 /** A quorum member's attempt until its first script answers (see RedisLockNode.inOrder and mustTakeBack). */
 interface PlainAttempt {
   /** An undo, release or withdrawal of its token went out meanwhile: no second script is to follow. */
@@ -799,8 +793,6 @@ interface PlainAttempt {
   /** Sent from the token's chain (see acquire): the chain's end already covers its second script. */
   readonly inChain: boolean;
 }
-
-function noop(): void {}
 
 /** How long close() waits at most for a quorum member's chains to run out. */
 const CLOSE_DRAIN_MS = 2_000;

@@ -5,8 +5,9 @@ import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState
 import { kindOf } from '../shared/kind-conflict';
 import { clockDrift, commandTimeoutFor } from '../shared/timing';
 import { ReleaseHub, type HandoverClaim } from '../shared/release-hub';
-import { RedisLockNode, StoreClosedError, isPermit, type NodeAcquireReply } from './redis-lock-node';
-import { ReplicasNotAcknowledgedError } from './replicas-not-acknowledged.error';
+import { ReplicasNotAcknowledgedError } from '../../errors/replicas-not-acknowledged.error';
+import { StoreClosedError } from '../../errors/store-closed.error';
+import { RedisLockNode, isPermit, type NodeAcquireReply } from './redis-lock-node';
 
 export interface RedisLockStoreOptions {
   readonly driftFactor: number;

@@ -1,4 +1,5 @@
-import { CommandTimeoutError, DeadlineBucket, expireAfter, withTimeout, type Expirable } from './with-timeout';
+import { CommandTimeoutError } from '../../errors/command-timeout.error';
+import { DeadlineBucket, expireAfter, withTimeout, type Expirable } from './with-timeout';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

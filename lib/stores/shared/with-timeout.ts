@@ -1,10 +1,5 @@
-/** Raised by withTimeout; the store maps it to LockUnavailableError. */
-export class CommandTimeoutError extends Error {
-  constructor(readonly timeoutMs: number) {
-    super(`no answer within ${timeoutMs} ms`);
-    this.name = 'CommandTimeoutError';
-  }
-}
+import { CommandTimeoutError } from '../../errors/command-timeout.error';
+import { MAX_TIMER_DELAY_MS } from '../../util/timers';
 
 /**
  * Deadlines are grouped in buckets of this many ms, with one timer per bucket instead of one per command:
@@ -19,9 +14,6 @@ export interface Expirable {
   /** Where its bucket keeps it: set by DeadlineBucket.add, read by cancel. */
   deadlineSlot?: number;
 }
-
-/** The longest delay setTimeout honours; Node fires a longer one after 1 ms (and warns). */
-const MAX_TIMER_DELAY_MS = 2_147_483_647;
 
 /**
  * The commands whose deadlines fall in one BUCKET_MS window. Each is added once (every sender arms one
