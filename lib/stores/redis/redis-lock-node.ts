@@ -1,12 +1,11 @@
 import { Logger } from '@nestjs/common';
-import { InvalidLockKeyError } from '../../errors';
 import { CommandTimeoutError } from '../../errors/command-timeout.error';
 import { ReplicasNotAcknowledgedError } from '../../errors/replicas-not-acknowledged.error';
 import { StoreClosedError } from '../../errors/store-closed.error';
 import type { MinReplicas, RedisConnection, RedlockNode } from '../../lock-options.interface';
 import { type LockClient, type LockScript, type RedisArgument, createLockClient } from '../clients';
 import type { LockKeyNames, LockShape } from '../lock-store.interface';
-import { kindConflict, recordOf, shapeFromRecord } from '../shared/kind-conflict';
+import { isPermit, recordOf } from '../shared/lock-shapes';
 import { type Expirable, expireAfter, withTimeout } from '../shared/with-timeout';
 import { noop } from '../../util/noop';
 import { withdrawalMessage } from '../shared/withdrawal-message';
@@ -29,72 +28,23 @@ import {
   WITHDRAW,
   WRITE_ACQUIRE,
 } from './scripts';
-
-/** Whether a shape is one holder among several (a semaphore's permit, a reader): the permit scripts. */
-export function isPermit(shape: LockShape | undefined): shape is Exclude<LockShape, { kind: 'mutex' }> {
-  return shape !== undefined && shape.kind !== 'mutex';
-}
-
-/** What one node holds at a lock's key (inspect): each holder. */
-export interface NodeLockState {
-  /** What the key is held as on this node (a read-write lock's readers are 'read'). */
-  readonly shape: LockShape;
-  readonly holders: readonly NodeHolder[];
-}
-
-/** One holder of a lock's key on a node. */
-export interface NodeHolder {
-  /** The lease's value, `<token>|<instance>`. */
-  readonly value: string;
-  /** PTTL: ms until it expires. */
-  readonly ttlLeft: number;
-  /** A mutex: the key's fence counter on this node; a permit or reader: its own fence recorded on this node. */
-  readonly fence: number;
-}
-
-/** One node's answer to a hand-over (see HANDOVER_SCRIPT). */
-export type NodeHandoverReply =
-  | {
-      readonly handedOver: true;
-      readonly fence: number;
-      /** Connections subscribed to the key's release channel on this server (PUBSUB NUMSUB). */
-      readonly subscribers: number;
-    }
-  | {
-      readonly handedOver: false;
-      /** Whether the releasing token still held the key (and was released, announced as usual). */
-      readonly released: boolean;
-    };
-
-/** One node's answer to an acquire attempt. */
-export type NodeAcquireReply =
-  | {
-      readonly acquired: true;
-      readonly fences: number[];
-      /**
-       * Per key, the fence counter on this node after the grant, when it is above the fence given (a Redlock
-       * permit's or reader's, counted by stride: see PERMIT_ACQUIRE_SCRIPT); otherwise it is the fence.
-       */
-      readonly reaches?: number[];
-      /** A permit or reader granted with room left for another holder. */
-      readonly vacant?: boolean;
-    }
-  | {
-      readonly acquired: false;
-      readonly retryAfter: number;
-      /** Token of the grant holding the key ('' when unknown, or when permits fill it). */
-      readonly holder: string;
-      /** A writer blocked by readers whose intent is recorded on this node. */
-      readonly queued?: boolean;
-      /**
-       * A writer refused by readers: their values when few (a Redlock node asks for them), UNNAMED_READERS when
-       * too many to name or not asked for (see WRITE_ACQUIRE_SCRIPT); undefined when no readers refused it.
-       */
-      readonly readers?: readonly string[];
-    };
-
-/** NodeAcquireReply.readers of a node that holds too many readers to name them: the store then names none. */
-export const UNNAMED_READERS: readonly string[] = Object.freeze([]);
+import { foreignData, scriptError } from './node-errors';
+import {
+  type AcquireScriptReply,
+  type NodeAcquireReply,
+  type NodeHandoverReply,
+  type NodeLockState,
+  forceReleaseReply,
+  handoverReply,
+  inspectReply,
+  isGrant,
+  mutexReply,
+  permitReply,
+  permitsHoldKey,
+  refusedByPermits,
+  writerReply,
+} from './node-replies';
+import { ReleaseSubscriber } from './subscriber';
 
 /**
  * How a Redlock node numbers the fences it hands permits and readers: in blocks of `step` (the number of nodes),
@@ -122,8 +72,7 @@ export interface PermitFenceStride {
 export class RedisLockNode {
   private readonly logger = new Logger('LockStore');
   private readonly client: LockClient;
-  private subscriber: LockClient | undefined;
-  private messageHandler: ((channel: string, token: string) => void) | undefined;
+  private readonly subscriber: ReleaseSubscriber;
   /** Set by close(): nothing is sent or opened afterwards but a chain's commands (a lent client stays usable to its owner). */
   private closed = false;
   /** True while a chained command is being sent (see chained): it goes out even once closed. */
@@ -149,6 +98,7 @@ export class RedisLockNode {
     private readonly permitFenceStride?: PermitFenceStride,
   ) {
     this.client = createLockClient(connection, label, this.logger, !quorumMember);
+    this.subscriber = new ReleaseSubscriber(this.client);
   }
 
   get isCluster(): boolean {
@@ -349,27 +299,19 @@ export class RedisLockNode {
     final: boolean,
     attempt?: PlainAttempt,
   ): NodeAcquireReply | Promise<NodeAcquireReply> {
-    // One key granted: its fence alone (see ACQUIRE_SCRIPT).
-    if (typeof reply === 'number') return { acquired: true, fences: [reply] };
-    if (!Array.isArray(reply)) throw new Error(`unexpected answer to the acquire script: ${String(reply)}`);
-    const status = Number(reply[0]);
-    if (status === 1) return { acquired: true, fences: reply.slice(1).map(Number) };
-    if (status === 0) return { acquired: false, retryAfter: Number(reply[1]), holder: String(reply[2] ?? '') };
-    if (status === -3) {
-      // Permits hold the key: readers (this is their writer) or a semaphore (a mix, refused). A writer for
-      // several keys only waits: queueing it on one key would keep readers of that key out for nothing; nor
-      // does a quorum member's attempt already undone or released here (see inOrder).
-      if (keys.length === 1 && !attempt?.superseded) {
-        // The first script wrote nothing: once close() has begun, the attempt ends here.
-        if (this.closed) throw new StoreClosedError();
-        const write = (): Promise<NodeAcquireReply> => this.acquireWrite(keys[0], token, ttl, timeoutMs, final);
-        // The token's commands from now on wait for this script; an attempt that itself waited in the token's
-        // chain (see acquire) already ends it, its second script included.
-        return attempt && !attempt.inChain ? this.chained(token, write) : write();
-      }
-      return { acquired: false, retryAfter: Number(reply[2]), holder: '' };
+    if (!permitsHoldKey(reply)) return mutexReply(reply, keys);
+    // Permits hold the key: readers (this is their writer) or a semaphore (a mix, refused). A writer for
+    // several keys only waits: queueing it on one key would keep readers of that key out for nothing; nor
+    // does a quorum member's attempt already undone or released here (see inOrder).
+    if (keys.length === 1 && !attempt?.superseded) {
+      // The first script wrote nothing: once close() has begun, the attempt ends here.
+      if (this.closed) throw new StoreClosedError();
+      const write = (): Promise<NodeAcquireReply> => this.acquireWrite(keys[0], token, ttl, timeoutMs, final);
+      // The token's commands from now on wait for this script; an attempt that itself waited in the token's
+      // chain (see acquire) already ends it, its second script included.
+      return attempt && !attempt.inChain ? this.chained(token, write) : write();
     }
-    throw this.foreignData(keys[Number(reply[1]) - 1], status === -1 ? 'lock' : 'fence');
+    return refusedByPermits(reply);
   }
 
   /**
@@ -380,18 +322,7 @@ export class RedisLockNode {
     const names = [key.lockKey, key.fenceKey, key.permitsKey, key.writerKey, key.awaitedKey];
     // final: the caller attempts no more, so no intent is recorded (see AcquireRequest.final).
     const reply = (await this.granting(WRITE_ACQUIRE, names, [token, ttl, final ? 0 : 1, this.quorumMember ? 1 : 0], [key], token, timeoutMs, undefined, attempt)) as unknown[];
-    const status = Number(reply[0]);
-    if (status === 1) return { acquired: true, fences: [Number(reply[1])] };
-    if (status === 0) {
-      const refused = { acquired: false, retryAfter: Number(reply[1]), holder: String(reply[2] ?? ''), queued: Number(reply[3]) === 1 } as const;
-      if (reply[5] === undefined || reply[5] === null) return refused;
-      // Refused by readers: named when asked for (a Redlock node) and at most 32 of them (see WRITE_ACQUIRE_SCRIPT),
-      // else only counted.
-      const named = Array.isArray(reply[4]) && reply[4].length > 0;
-      return named ? { ...refused, readers: (reply[4] as unknown[]).map(String) } : { ...refused, readers: UNNAMED_READERS };
-    }
-    if (status === -3) throw kindConflict(key.name, shapeFromRecord(String(reply[1])) ?? { kind: 'mutex' }, undefined);
-    throw this.foreignData(key, status === -1 ? 'lock' : 'fence');
+    return writerReply(reply, key);
   }
 
   /** A semaphore's permit or a reader (see PERMIT_ACQUIRE_SCRIPT). */
@@ -413,19 +344,7 @@ export class RedisLockNode {
     const args = stride ? [token, ttl, recordOf(shape), limit, mayWait, stride.step, stride.residue] : [token, ttl, recordOf(shape), limit, mayWait];
     const sent = this.granting(PERMIT_ACQUIRE, names, args, [key], token, timeoutMs, shape, attempt);
     const reply = (await (attempt ? this.unansweredUntil(token, attempt, sent, (answer) => answer) : sent)) as unknown[];
-    const status = Number(reply[0]);
-    if (status === 1) {
-      const fence = Number(reply[1]);
-      const reach = Number(reply[3]);
-      const vacant = Number(reply[2]) === 1;
-      return reach === fence ? { acquired: true, fences: [fence], vacant } : { acquired: true, fences: [fence], vacant, reaches: [reach] };
-    }
-    if (status === 0) return { acquired: false, retryAfter: Number(reply[1]), holder: '' };
-    if (status === -3) {
-      const found = String(reply[1]);
-      throw kindConflict(key.name, found === 'mutex' ? { kind: 'mutex' } : (shapeFromRecord(found) ?? { kind: 'mutex' }), shape);
-    }
-    throw this.foreignData(key, status === -1 ? 'lock' : 'fence');
+    return permitReply(reply, key, shape);
   }
 
   /**
@@ -470,14 +389,6 @@ export class RedisLockNode {
     if (!attempt) return true;
     if (this.unanswered.get(token) !== attempt) return false;
     return !attempt.takenBack || resent;
-  }
-
-  private foreignData(key: LockKeyNames, which: 'lock' | 'fence'): InvalidLockKeyError {
-    return new InvalidLockKeyError(
-      key.name,
-      `Redis key ${JSON.stringify(which === 'lock' ? key.lockKey : key.fenceKey)} holds data that is not this library's; ` +
-        `choose another key or keyPrefix`,
-    );
   }
 
   async extend(keys: readonly LockKeyNames[], token: string, ttl: number, timeoutMs: number, shape?: LockShape): Promise<boolean> {
@@ -550,9 +461,7 @@ export class RedisLockNode {
    */
   async handOver(key: LockKeyNames, token: string, to: string, ttl: number, timeoutMs: number): Promise<NodeHandoverReply> {
     const reply = (await this.run(HANDOVER, [key.lockKey, key.fenceKey], [token, to, ttl, key.channel], timeoutMs, [key])) as unknown[];
-    const status = Number(reply[0]);
-    if (status === 1) return { handedOver: true, fence: Number(reply[1]), subscribers: Number(reply[2]) };
-    return { handedOver: false, released: status === -2 };
+    return handoverReply(reply);
   }
 
   /** Takes back an attempt that did not become a lock, silently (see UNDO_SCRIPT). */
@@ -589,7 +498,7 @@ export class RedisLockNode {
     if (permit) names.push(keys[0].permitsKey);
     const script = permit ? PERMIT_RAISE_FENCE : RAISE_FENCES;
     const reply = await this.write(script, names, [token, ...fences], timeoutMs, keys, (answer) => Number(answer) === 1, 'fence');
-    if (Array.isArray(reply)) throw this.foreignData(keys[Number(reply[1]) - 1], 'fence');
+    if (Array.isArray(reply)) throw foreignData(keys[Number(reply[1]) - 1], 'fence');
     return Number(reply) === 1;
   }
 
@@ -607,25 +516,12 @@ export class RedisLockNode {
 
   /** What holds `key` on this node, or null when nothing does (see INSPECT_SCRIPT). */
   async inspect(key: LockKeyNames, timeoutMs: number): Promise<NodeLockState | null> {
-    const reply = (await this.run(INSPECT, [key.lockKey, key.fenceKey, key.permitsKey], [], timeoutMs, [key])) as unknown[];
-    const status = Number(reply[0]);
-    if (status === 1) {
-      return { shape: { kind: 'mutex' }, holders: [{ value: String(reply[1]), ttlLeft: Number(reply[2]), fence: Number(reply[3]) }] };
-    }
-    if (status !== 2) return null;
-    const holders: NodeHolder[] = [];
-    for (let i = 2; i + 2 < reply.length; i += 3) {
-      holders.push({ value: String(reply[i]), ttlLeft: Number(reply[i + 1]), fence: Number(reply[i + 2]) });
-    }
-    const shape = shapeFromRecord(String(reply[1]));
-    return shape ? { shape, holders } : null;
+    return inspectReply((await this.run(INSPECT, [key.lockKey, key.fenceKey, key.permitsKey], [], timeoutMs, [key])) as unknown[]);
   }
 
   /** Deletes every lease at `key` whoever holds it, announcing each release: the values evicted. */
   async forceRelease(key: LockKeyNames, timeoutMs: number): Promise<string[]> {
-    const reply = await this.run(FORCE_RELEASE, [key.lockKey, key.permitsKey], [key.channel], timeoutMs, [key]);
-    if (typeof reply === 'string') return [reply];
-    return Array.isArray(reply) ? reply.map(String) : [];
+    return forceReleaseReply(await this.run(FORCE_RELEASE, [key.lockKey, key.permitsKey], [key.channel], timeoutMs, [key]));
   }
 
   async exists(key: LockKeyNames, timeoutMs: number): Promise<boolean> {
@@ -652,15 +548,16 @@ export class RedisLockNode {
 
   /** Where release announcements go; set once by the store. */
   onRelease(handler: (channel: string, token: string) => void): void {
-    this.messageHandler = handler;
+    this.subscriber.onRelease(handler);
   }
 
   async subscribe(channel: string, timeoutMs: number): Promise<void> {
-    await withTimeout(this.subscriberConnection().subscribe(channel), timeoutMs);
+    this.refuseWhenClosed();
+    await withTimeout(this.subscriber.open().subscribe(channel), timeoutMs);
   }
 
-  async unsubscribe(channel: string): Promise<void> {
-    await this.subscriber?.unsubscribe(channel);
+  unsubscribe(channel: string): Promise<void> {
+    return this.subscriber.unsubscribe(channel);
   }
 
   /**
@@ -678,19 +575,7 @@ export class RedisLockNode {
     while (this.chains.size > 0 && !this.lastFailed && performance.now() < deadline) {
       await settledOrTimedOut(Promise.all(this.chains.values()), deadline - performance.now());
     }
-    const subscriber = this.subscriber;
-    this.subscriber = undefined;
-    await Promise.all([subscriber?.close(), this.client.close()]);
-  }
-
-  private subscriberConnection(): LockClient {
-    this.refuseWhenClosed();
-    if (!this.subscriber) {
-      const subscriber = this.client.duplicate({ subscriber: true });
-      subscriber.onMessage((channel, token) => this.messageHandler?.(channel, token));
-      this.subscriber = subscriber;
-    }
-    return this.subscriber;
+    await Promise.all([this.subscriber.close(), this.client.close()]);
   }
 
   /**
@@ -764,23 +649,7 @@ export class RedisLockNode {
   /** A script failed: recorded for `failing`, and mapped by rethrow(). */
   private failed(error: unknown, keys: readonly LockKeyNames[]): never {
     this.lastFailed = true;
-    return this.rethrow(error, keys);
-  }
-
-  /** Foreign data or keys in different Cluster slots are the caller's mistake; anything else is the store's. */
-  private rethrow(error: unknown, keys: readonly LockKeyNames[]): never {
-    const message = error instanceof Error ? error.message : String(error);
-    if (message.startsWith('CROSSSLOT') || message.includes('cross slot') || message.includes('same slot')) {
-      throw new InvalidLockKeyError(
-        keys.map((key) => key.name),
-        'on Redis Cluster the keys of one multi-key lock must share a hash slot; ' +
-          'give them a common hash tag, e.g. "{account}:1" and "{account}:2"',
-      );
-    }
-    if (message.startsWith('WRONGTYPE')) {
-      throw new InvalidLockKeyError(keys[0].name, 'a Redis key of this lock holds data that is not this library\'s');
-    }
-    throw error;
+    return scriptError(error, keys);
   }
 }
 
@@ -806,15 +675,4 @@ async function settledOrTimedOut(promise: Promise<unknown>, ms: number): Promise
   } finally {
     clearTimeout(timer);
   }
-}
-
-/**
- * What ACQUIRE_SCRIPT answers: a single key's fence when granted, else a status array (see the script). The
- * client adapters pass integers as numbers.
- */
-type AcquireScriptReply = number | readonly unknown[];
-
-/** Whether a granting script's answer is a grant (see ACQUIRE_SCRIPT: a bare fence for one key, else status 1). */
-function isGrant(answer: unknown): boolean {
-  return Array.isArray(answer) ? Number(answer[0]) === 1 : typeof answer === 'number';
 }

@@ -2,12 +2,13 @@ import { LockError, LockUnavailableError } from '../../errors';
 import type { MinReplicas, RedisConnection } from '../../lock-options.interface';
 import { roundMs, type StoreHealth } from '../../health/store-health';
 import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
-import { kindOf } from '../shared/kind-conflict';
+import { isPermit, kindOf } from '../shared/lock-shapes';
 import { clockDrift, commandTimeoutFor } from '../shared/timing';
 import { ReleaseHub, type HandoverClaim } from '../shared/release-hub';
 import { ReplicasNotAcknowledgedError } from '../../errors/replicas-not-acknowledged.error';
 import { StoreClosedError } from '../../errors/store-closed.error';
-import { RedisLockNode, isPermit, type NodeAcquireReply } from './redis-lock-node';
+import type { NodeAcquireReply } from './node-replies';
+import { RedisLockNode } from './redis-lock-node';
 
 export interface RedisLockStoreOptions {
   readonly driftFactor: number;

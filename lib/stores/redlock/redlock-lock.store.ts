@@ -2,8 +2,9 @@ import { InvalidLockKeyError, LockOptionsError, LockUnavailableError } from '../
 import type { MinReplicas, RedlockNode } from '../../lock-options.interface';
 import { type NodeHealth, roundMs, type StoreHealth } from '../../health/store-health';
 import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
-import { type NodeAcquireReply, type NodeHolder, RedisLockNode, UNNAMED_READERS, isPermit } from '../redis/redis-lock-node';
-import { kindOf } from '../shared/kind-conflict';
+import { type NodeAcquireReply, type NodeHolder, UNNAMED_READERS } from '../redis/node-replies';
+import { RedisLockNode } from '../redis/redis-lock-node';
+import { isPermit, kindOf } from '../shared/lock-shapes';
 import { ReleaseHub } from '../shared/release-hub';
 import { withdrawalMessage } from '../shared/withdrawal-message';
 import { clockDrift, commandTimeoutFor } from '../shared/timing';
