@@ -5,6 +5,15 @@ import { DISCONNECT_TIMEOUT_MS, IoredisLockClient, MODULE_CONNECTION_OVERRIDES, 
 import type { LockClient } from './lock-client';
 import { NodeRedisLockClient, duplicateNodeRedis } from './node-redis.lock-client';
 
+/** How the module's lock connection is named, logged, and written to. */
+export interface LockClientOptions {
+  /** The node's label in logs ('redis', `nodes[i]`). */
+  readonly label: string;
+  readonly logger: Logger;
+  /** True for one deployment's connection, false for a Redlock node's (see IoredisLockClient's coalesceWrites). */
+  readonly writeFirstWhenIdle: boolean;
+}
+
 /**
  * The module's lock connection to one deployment (or one Redlock node), always its own:
  * - from a URL or ioredis options, a new ioredis client;
@@ -14,13 +23,8 @@ import { NodeRedisLockClient, duplicateNodeRedis } from './node-redis.lock-clien
  *   lent client itself is only ever duplicated: never used for a command, never closed.
  * The caller closes the returned client (and any duplicate made of it).
  */
-export function createLockClient(
-  connection: string | RedisOptions | object,
-  label: string,
-  logger: Logger,
-  /** True for one deployment's connection, false for a Redlock node's (see IoredisLockClient's coalesceWrites). */
-  writeFirstWhenIdle: boolean,
-): LockClient {
+export function createLockClient(connection: string | RedisOptions | object, options: LockClientOptions): LockClient {
+  const { label, logger, writeFirstWhenIdle } = options;
   if (isIoredisClient(connection)) {
     const prefix = lentKeyPrefix(connection);
     if (prefix !== undefined) {

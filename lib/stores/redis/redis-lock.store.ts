@@ -32,7 +32,7 @@ export class RedisLockStore implements LockStore {
     connection: RedisConnection,
     private readonly options: RedisLockStoreOptions,
   ) {
-    this.node = new RedisLockNode(connection, 'redis', options.minReplicas);
+    this.node = new RedisLockNode(connection, { label: 'redis', minReplicas: options.minReplicas });
     this.hub = new ReleaseHub({
       subscribe: (channel) =>
         this.node.subscribe(channel, this.timeout(undefined)).catch((error: unknown) => {
@@ -50,7 +50,7 @@ export class RedisLockStore implements LockStore {
     const timeout = this.timeout(ttl);
     let sent: Promise<NodeAcquireReply>;
     try {
-      sent = this.node.acquire(request.keys, request.token, ttl, timeout, request.shape, request.queued, request.final);
+      sent = this.node.acquire(request, timeout);
     } catch (error) {
       // As a rejection below: a command that may have gone out is taken back (none does today: the store
       // refuses synchronously only once closed).
@@ -92,7 +92,7 @@ export class RedisLockStore implements LockStore {
     const ttl = Math.max(1, Math.round(request.ttl));
     const startedAt = performance.now();
     try {
-      const extended = await this.node.extend(request.keys, request.token, ttl, this.timeout(ttl), request.shape);
+      const extended = await this.node.extend(request, this.timeout(ttl));
       const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
       // A renewal answered after its own validity ended proves nothing about now: the lease is lost.
       return extended && validUntil > performance.now() ? validUntil : null;
@@ -110,7 +110,7 @@ export class RedisLockStore implements LockStore {
     }
     let released: Promise<number>;
     try {
-      released = this.node.release(keys, token, this.timeout(undefined), holdFor, shape, this.hub.watched(keys));
+      released = this.node.release({ keys, token, holdFor, shape, announce: this.hub.watched(keys) }, this.timeout(undefined));
     } catch (error) {
       // Refused before sending (the store closed).
       throw this.unavailable(error, keys, 'release');
@@ -170,7 +170,7 @@ export class RedisLockStore implements LockStore {
 
   async withdraw(key: LockKeyNames, token: string, announce: boolean): Promise<void> {
     try {
-      await this.node.withdraw(key, token, announce, this.timeout(undefined));
+      await this.node.withdraw(key, token, this.timeout(undefined), { announce });
     } catch (error) {
       throw this.unavailable(error, [key], 'withdraw');
     }

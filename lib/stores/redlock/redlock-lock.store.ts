@@ -4,6 +4,7 @@ import { type NodeHealth, roundMs, type StoreHealth } from '../../health/store-h
 import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
 import { type NodeAcquireReply, type NodeHolder, UNNAMED_READERS } from '../redis/node-replies';
 import { RedisLockNode } from '../redis/redis-lock-node';
+import { TokenOrder } from './token-order';
 import { isPermit, kindOf } from '../shared/lock-shapes';
 import { ReleaseHub } from '../shared/release-hub';
 import { withdrawalMessage } from '../shared/withdrawal-message';
@@ -83,7 +84,12 @@ export class RedlockLockStore implements LockStore {
     const step = connections.length;
     this.nodes = connections.map(
       (connection, index) =>
-        new RedisLockNode(connection, `nodes[${index}]`, options.minReplicas, true, step > 1 ? { step, residue: index } : undefined),
+        new RedisLockNode(connection, {
+          label: `nodes[${index}]`,
+          minReplicas: options.minReplicas,
+          order: new TokenOrder(),
+          permitFenceStride: step > 1 ? { step, residue: index } : undefined,
+        }),
     );
     this.quorum = quorumOf(this.nodes.length);
     this.servers = new DistinctServers(this.nodes, connections);
@@ -145,9 +151,7 @@ export class RedlockLockStore implements LockStore {
     const { keys, token, shape } = request;
     const quorum = this.quorumFor(shape);
     const startedAt = performance.now();
-    const round = new QuorumRound(this.nodes.length, (node) =>
-      this.nodes[node].acquire(keys, token, ttl, timeout, shape, request.queued, request.final),
-    );
+    const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].acquire(request, timeout));
     const verdict = await round.decide((answers) => this.acquireVerdict(answers, quorum));
     const answers = round.answersSoFar();
     // A writer queued on any node withdraws its intent from every node when done waiting.
@@ -290,7 +294,7 @@ export class RedlockLockStore implements LockStore {
   /**
    * Withdraws the writer's intents this attempt recorded that its outcome will not report (the caller
    * withdraws only those a busy outcome reports as `queued`): recorded on a node that answered after the
-   * verdict (a node with readers answers a writer a script later, see RedisLockNode.acquired), or beside a
+   * verdict (a node with readers answers a writer a script later, see NodeAcquire.acquired), or beside a
    * grant (`granted`: a grant never says queued). Left alone, such an intent lasts a writer ttl (renewed by
    * the writer's next attempts) and its end is announced to nobody: readers refused by intents on N - quorum
    * + 1 nodes slept until then, and a release that woke one of them was spent on a refused reader. A late
@@ -308,7 +312,7 @@ export class RedlockLockStore implements LockStore {
   ): void {
     if (granted) {
       for (const answer of answers) {
-        if (recordedIntent(answer)) this.nodes[answer.node].withdraw(key, token, false, timeout).catch(() => undefined);
+        if (recordedIntent(answer)) this.nodes[answer.node].withdraw(key, token, timeout, { announce: false }).catch(() => undefined);
       }
     }
     if (answers.length === this.nodes.length) return;
@@ -325,7 +329,9 @@ export class RedlockLockStore implements LockStore {
       } else if (granted) {
         // Still at its first script: it may yet take a second one. No next attempt of this token follows a
         // grant, so the withdrawal can wait for the answer.
-        void late.then((answer) => (recordedIntent(answer) ? node.withdraw(key, token, true, timeout, occasion()) : undefined)).catch(() => undefined);
+        void late
+          .then((answer) => (recordedIntent(answer) ? node.withdraw(key, token, timeout, { announce: true, message: occasion() }) : undefined))
+          .catch(() => undefined);
       }
       // Otherwise the busy or failed attempt's undo, sent right after this, supersedes the second script.
     });
@@ -378,9 +384,7 @@ export class RedlockLockStore implements LockStore {
     const timeout = this.timeout(ttl);
     const startedAt = performance.now();
     const quorum = this.quorumFor(request.shape);
-    const round = new QuorumRound(this.nodes.length, (node) =>
-      this.nodes[node].extend(request.keys, request.token, ttl, timeout, request.shape),
-    );
+    const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].extend(request, timeout));
     const verdict = await round.decide<Verdict>((answers, pending) => {
       const extended = answers.filter((answer) => answer.ok && answer.value).length;
       const refused = answers.filter((answer) => answer.ok && !answer.value).length;
@@ -415,7 +419,8 @@ export class RedlockLockStore implements LockStore {
     const quorum = shape?.kind === 'semaphore' ? this.nodes.length - this.quorumFor(shape) + 1 : this.quorumFor(shape);
     // With holdFor (minHold): every node that granted keeps the lease until grant + minHold.
     const announce = this.hub.watched(keys);
-    const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].release(keys, token, timeout, holdFor, shape, announce));
+    const release = { keys, token, holdFor, shape, announce };
+    const round = new QuorumRound(this.nodes.length, (node) => this.nodes[node].release(release, timeout));
     // The deletes are now queued on every node's connection: a local waiter woken here sends its attempt
     // right behind them on the same connections, so each node runs it just after the delete (a handover in
     // one round trip). The nodes' PUBLISH of this release (announced, since this process watches the key)
@@ -437,7 +442,7 @@ export class RedlockLockStore implements LockStore {
   /** Removes a writer's intent from every node that answers (each expires on its own otherwise). */
   async withdraw(key: LockKeyNames, token: string, announce: boolean): Promise<void> {
     const timeout = this.timeout(undefined);
-    await this.everyNode((node) => node.withdraw(key, token, announce, timeout));
+    await this.everyNode((node) => node.withdraw(key, token, timeout, { announce }));
   }
 
   async isLocked(key: LockKeyNames): Promise<boolean> {
@@ -618,7 +623,7 @@ export class RedlockLockStore implements LockStore {
     const answered = new Map(round.answersSoFar().map((answer) => [answer.node, answer]));
     const watched = announce && this.hub.watched(keys);
     const undo = (node: RedisLockNode): Promise<void> =>
-      (announce ? node.release(keys, token, timeout, 0, shape, watched) : node.undo(keys, token, timeout, shape)).then(
+      (announce ? node.release({ keys, token, shape, announce: watched }, timeout) : node.undo(keys, token, timeout, shape)).then(
         () => undefined,
         () => undefined,
       );

@@ -12,3 +12,8 @@ export function commandTimeoutFor(ttl: number | undefined): number {
   if (ttl === undefined) return 1_000;
   return Math.max(1, Math.min(Math.round(ttl / 2), Math.min(1_000, Math.max(100, Math.round(ttl / 5)))));
 }
+
+/** A lease's ttl as the scripts take it: whole milliseconds, at least 1. */
+export function leaseTtl(ttl: number): number {
+  return Math.max(1, Math.round(ttl));
+}
