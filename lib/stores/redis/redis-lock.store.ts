@@ -1,51 +1,47 @@
+// The lock store on one Redis deployment: each LockStore operation as one script on the node, its failures as lock errors.
 import { LockError, LockUnavailableError } from '../../errors';
-import type { MinReplicas, RedisConnection } from '../../lock-options.interface';
-import { roundMs, type StoreHealth } from '../../health/store-health';
-import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
-import { isPermit, kindOf } from '../shared/lock-shapes';
-import { clockDrift, commandTimeoutFor } from '../shared/timing';
-import { ReleaseHub, type HandoverClaim } from '../shared/release-hub';
 import { ReplicasNotAcknowledgedError } from '../../errors/replicas-not-acknowledged.error';
 import { StoreClosedError } from '../../errors/store-closed.error';
+import type { StoreHealth } from '../../health/store-health';
+import type { RedisConnection } from '../../lock-options.interface';
+import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore } from '../lock-store.interface';
+import { probe } from '../shared/health-probe';
+import { isPermit, kindOf } from '../shared/lock-shapes';
+import { RedisStoreBase } from '../shared/redis-store-base';
+import type { HandoverClaim } from '../shared/release-hub';
+import { storeUnavailable } from '../shared/store-unavailable';
+import { type RedisStoreOptions, leaseTtl } from '../shared/timing';
 import type { NodeAcquireReply } from './node-replies';
 import { RedisLockNode } from './redis-lock-node';
-
-export interface RedisLockStoreOptions {
-  readonly driftFactor: number;
-  /** Fixed per-command timeout; by default derived from each call's ttl. */
-  readonly commandTimeout?: number;
-  /** Grants and renewals count only once this many replicas acknowledged them (see RedisLockNode). */
-  readonly minReplicas?: MinReplicas;
-}
 
 /**
  * Leases on one Redis deployment (standalone, Sentinel or Cluster): one script round trip to acquire,
  * extend or release. Validity is counted from before the request was sent, minus clock drift, on the
  * monotonic clock.
  */
-export class RedisLockStore implements LockStore {
+export class RedisLockStore extends RedisStoreBase implements LockStore {
   readonly kind = 'redis';
   private readonly node: RedisLockNode;
-  private readonly hub: ReleaseHub;
 
-  constructor(
-    connection: RedisConnection,
-    private readonly options: RedisLockStoreOptions,
-  ) {
+  constructor(connection: RedisConnection, options: RedisStoreOptions) {
+    super(options);
     this.node = new RedisLockNode(connection, { label: 'redis', minReplicas: options.minReplicas });
-    this.hub = new ReleaseHub({
-      subscribe: (channel) =>
-        this.node.subscribe(channel, this.timeout(undefined)).catch((error: unknown) => {
-          throw this.unavailable(error, [], 'subscribe to releases');
-        }),
-      unsubscribe: (channel) => this.node.unsubscribe(channel),
-    });
     this.node.onRelease((channel, token) => this.hub.announce(channel, token));
+  }
+
+  protected subscribeReleases(channel: string): Promise<void> {
+    return this.node.subscribe(channel, this.timeout(undefined)).catch((error: unknown) => {
+      throw this.unavailable(error, [], 'subscribe to releases');
+    });
+  }
+
+  protected unsubscribeReleases(channel: string): Promise<void> {
+    return this.node.unsubscribe(channel);
   }
 
   acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     // Callbacks, not awaits: the hot path of every lock, where each promise layer costs.
-    const ttl = Math.max(1, Math.round(request.ttl));
+    const ttl = leaseTtl(request.ttl);
     const startedAt = performance.now();
     const timeout = this.timeout(ttl);
     let sent: Promise<NodeAcquireReply>;
@@ -64,7 +60,7 @@ export class RedisLockStore implements LockStore {
             ? { acquired: false, retryAfter: reply.retryAfter, queued: reply.queued }
             : { acquired: false, retryAfter: reply.retryAfter, queued: reply.queued, byReaders: true };
         }
-        const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
+        const validUntil = this.timing.validUntil(startedAt, ttl);
         if (validUntil <= performance.now()) {
           // The answer came too late for the lease (a stalled event loop, a slow network): it may already
           // have expired and been granted again. Never hand it out.
@@ -89,11 +85,11 @@ export class RedisLockStore implements LockStore {
   }
 
   async extend(request: AcquireRequest): Promise<number | null> {
-    const ttl = Math.max(1, Math.round(request.ttl));
+    const ttl = leaseTtl(request.ttl);
     const startedAt = performance.now();
     try {
       const extended = await this.node.extend(request, this.timeout(ttl));
-      const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
+      const validUntil = this.timing.validUntil(startedAt, ttl);
       // A renewal answered after its own validity ended proves nothing about now: the lease is lost.
       return extended && validUntil > performance.now() ? validUntil : null;
     } catch (error) {
@@ -140,7 +136,7 @@ export class RedisLockStore implements LockStore {
    * and the key would stay locked for nobody (review D1). The take-back goes out before the waiter's attempt.
    */
   private async handOver(key: LockKeyNames, token: string, claim: HandoverClaim): Promise<boolean> {
-    const ttl = Math.max(1, Math.round(claim.ttl));
+    const ttl = leaseTtl(claim.ttl);
     const startedAt = performance.now();
     const timeout = this.timeout(ttl);
     let settled = false;
@@ -152,7 +148,7 @@ export class RedisLockStore implements LockStore {
       // may listen through another node (PUBSUB NUMSUB counts one node's subscribers).
       // (-1: PUBSUB refused, e.g. by an ACL: not known, so the budget stays.)
       if (reply.subscribers >= 0 && reply.subscribers <= 1 && !this.node.isCluster) this.hub.nobodyElseWaits(key.channel);
-      const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
+      const validUntil = this.timing.validUntil(startedAt, ttl);
       if (validUntil > performance.now()) {
         settled = true;
         claim.grant({ acquired: true, fences: [reply.fence], validUntil });
@@ -184,14 +180,6 @@ export class RedisLockStore implements LockStore {
     }
   }
 
-  watch(keys: readonly LockKeyNames[]): ReleaseWatch {
-    return this.hub.watch(keys);
-  }
-
-  hasWaiters(keys: readonly LockKeyNames[]): boolean {
-    return this.hub.hasSleepers(keys);
-  }
-
   async ping(): Promise<void> {
     try {
       await this.node.ping(this.timeout(undefined));
@@ -218,14 +206,10 @@ export class RedisLockStore implements LockStore {
   }
 
   async health(): Promise<StoreHealth> {
-    const startedAt = performance.now();
-    try {
-      await this.node.ping(this.timeout(undefined));
-      return { up: true, latencyMs: roundMs(performance.now() - startedAt) };
-    } catch (error) {
-      const unavailable = this.unavailable(error, [], 'ping');
-      return { up: false, message: unavailable.message, error: unavailable };
-    }
+    const pinged = await probe(() => this.node.ping(this.timeout(undefined)));
+    if (pinged.ok) return { up: true, latencyMs: pinged.latencyMs };
+    const unavailable = this.unavailable(pinged.error, [], 'ping');
+    return { up: false, message: unavailable.message, error: unavailable };
   }
 
   async close(): Promise<void> {
@@ -233,17 +217,10 @@ export class RedisLockStore implements LockStore {
     await this.node.close();
   }
 
-  private timeout(ttl: number | undefined): number {
-    return this.options.commandTimeout ?? commandTimeoutFor(ttl);
-  }
-
-  private unavailable(error: unknown, keys: readonly LockKeyNames[], operation: string): Error {
+  /** A lock error as it is (the caller's mistake, a verdict of the store's); anything else as LockUnavailableError. */
+  private unavailable(error: unknown, keys: readonly LockKeyNames[], operation: string): LockError {
     if (error instanceof LockError) return error;
-    return new LockUnavailableError(
-      keys.map((key) => key.name),
-      `${operation} failed on Redis (${this.node.describeFailure(error)})`,
-      { cause: error },
-    );
+    return storeUnavailable(keys, operation, `Redis (${this.node.describeFailure(error)})`, { cause: error });
   }
 }
 
