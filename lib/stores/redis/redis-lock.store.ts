@@ -8,7 +8,7 @@ import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState
 import { probe } from '../shared/health-probe';
 import { isPermit, kindOf } from '../shared/lock-shapes';
 import { RedisStoreBase } from '../shared/redis-store-base';
-import type { HandoverClaim } from '../shared/release-hub';
+import type { HandoverClaim } from '../shared/release-channel';
 import { storeUnavailable } from '../shared/store-unavailable';
 import { type RedisStoreOptions, leaseTtl } from '../shared/timing';
 import type { NodeAcquireReply } from './node-replies';
