@@ -1,5 +1,5 @@
-import type { IoredisConnection } from './ioredis.lock-client';
-import type { NodeRedisConnection } from './node-redis.lock-client';
+import type { IoredisConnection } from './ioredis/ioredis.lock-client';
+import type { NodeRedisConnection } from './node-redis/node-redis.lock-client';
 
 /**
  * Recognises the client objects users lend the module, by shape only: never `instanceof` (a second copy

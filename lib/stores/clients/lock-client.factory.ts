@@ -1,9 +1,9 @@
 import type { Logger } from '@nestjs/common';
 import Redis, { type RedisOptions } from 'ioredis';
 import { isIoredisClient, isNodeRedisClient } from './client-shape';
-import { DISCONNECT_TIMEOUT_MS, IoredisLockClient, MODULE_CONNECTION_OVERRIDES, duplicateIoredis, lentKeyPrefix } from './ioredis.lock-client';
+import { DISCONNECT_TIMEOUT_MS, IoredisLockClient, MODULE_CONNECTION_OVERRIDES, duplicateIoredis, lentKeyPrefix } from './ioredis/ioredis.lock-client';
 import type { LockClient } from './lock-client';
-import { NodeRedisLockClient, duplicateNodeRedis } from './node-redis.lock-client';
+import { NodeRedisLockClient, duplicateNodeRedis } from './node-redis/node-redis.lock-client';
 
 /** How the module's lock connection is named, logged, and written to. */
 export interface LockClientOptions {

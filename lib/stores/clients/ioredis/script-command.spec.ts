@@ -1,6 +1,6 @@
 import { Command } from 'ioredis';
-import { ScriptCommand, type ScriptsSent } from './ioredis-script-command';
-import { lockScript } from './lock-script';
+import { ScriptCommand, type ScriptsSent } from './script-command';
+import { lockScript } from '../lock-script';
 
 const SCRIPT = lockScript('specScript', 'return KEYS[1]');
 const OTHER = lockScript('specOther', 'return ARGV[1]');

@@ -1,4 +1,4 @@
-import { withTimeout } from '../shared/with-timeout';
+import { withTimeout } from '../../shared/with-timeout';
 
 /** How long a graceful QUIT may take before the connection is dropped. */
 const QUIT_TIMEOUT_MS = 1_000;

@@ -1,15 +1,15 @@
 import type { Logger } from '@nestjs/common';
 import Redis, { type Command } from 'ioredis';
-import { ScriptCommand, type ScriptsSent } from './ioredis-script-command';
-import type { LockClient, RedisArgument, ReplicatedReply } from './lock-client';
-import type { LockScript } from './lock-script';
-import { ClusterNodeLogs, ConnectionLog } from './connection-log';
+import { ScriptCommand, type ScriptsSent } from './script-command';
+import type { LockClient, RedisArgument, ReplicatedReply } from '../lock-client';
+import type { LockScript } from '../lock-script';
+import { ClusterNodeLogs, ConnectionLog } from '../connection-log';
 import { quitOrDisconnect } from './quit';
 import { type ServerInfo, batchRefusal, fitsBatches } from './batch-fit';
 import { BatchedCall, batchArguments, batchScript } from './script-batch';
-import { CommandTimeoutError } from '../../errors/command-timeout.error';
-import { expireAfter, withTimeout } from '../shared/with-timeout';
-import { safeMessage } from '../../errors/safe-cause';
+import { CommandTimeoutError } from '../../../errors/command-timeout.error';
+import { expireAfter, withTimeout } from '../../shared/with-timeout';
+import { safeMessage } from '../../../errors/safe-cause';
 
 /** A command defineCommand added: `numkeys, ...keys, ...args`. */
 type DefinedScript = (numKeys: number, ...keysAndArgs: RedisArgument[]) => Promise<unknown>;

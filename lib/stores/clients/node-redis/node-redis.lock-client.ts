@@ -1,10 +1,10 @@
 import type { Logger } from '@nestjs/common';
-import type { LockClient, RedisArgument, ReplicatedReply } from './lock-client';
-import type { LockScript } from './lock-script';
-import { isClusterClient } from './client-shape';
-import { ClusterNodeLogs, ConnectionLog } from './connection-log';
-import { withTimeout } from '../shared/with-timeout';
-import { safeMessage } from '../../errors/safe-cause';
+import type { LockClient, RedisArgument, ReplicatedReply } from '../lock-client';
+import type { LockScript } from '../lock-script';
+import { isClusterClient } from '../client-shape';
+import { ClusterNodeLogs, ConnectionLog } from '../connection-log';
+import { withTimeout } from '../../shared/with-timeout';
+import { safeMessage } from '../../../errors/safe-cause';
 
 type MessageListener = (message: string, channel: string) => void;
 

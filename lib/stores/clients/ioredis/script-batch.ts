@@ -1,6 +1,6 @@
-import { type LockScript, registeredLockScripts, sha1 } from './lock-script';
-import type { RedisArgument } from './lock-client';
-import type { DeadlineBucket, Expirable } from '../shared/with-timeout';
+import { type LockScript, registeredLockScripts, sha1 } from '../lock-script';
+import type { RedisArgument } from '../lock-client';
+import type { DeadlineBucket, Expirable } from '../../shared/with-timeout';
 
 /**
  * One script that runs many script calls in order, in one EVALSHA: every script lockScript() made is a

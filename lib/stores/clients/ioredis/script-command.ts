@@ -1,6 +1,6 @@
 import { Command } from 'ioredis';
-import type { RedisArgument } from './lock-client';
-import type { LockScript } from './lock-script';
+import type { RedisArgument } from '../lock-client';
+import type { LockScript } from '../lock-script';
 
 /** Which scripts were sent in full (EVAL) on which socket: the server has them cached for that connection's life. */
 export interface ScriptsSent {
