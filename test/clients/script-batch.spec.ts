@@ -32,7 +32,7 @@ async function counting<T>(port: number, calls: () => Promise<T>): Promise<{ res
 
 /** Whether the adapter sends batches on its connection: read from its ready check's INFO (white box). */
 function batchesOn(client: LockClient): boolean {
-  return (client as unknown as { batches?: boolean }).batches === true;
+  return (client as unknown as { tickBatch?: { batches: boolean } }).tickBatch?.batches === true;
 }
 
 let counter = 0;
@@ -281,7 +281,7 @@ describe('where batches do not fit', () => {
     try {
       await toldNoBatches(client);
       // A server that said it was a standalone Redis but shards after all (a proxy): told here by hand.
-      (client as unknown as { batches: boolean }).batches = true;
+      (client as unknown as { tickBatch: { batches: boolean } }).tickBatch.batches = true;
       const count = countScriptCalls([node.port]);
       try {
         expect(await Promise.all(['{a}', '{b}', '{c}'].map((tag, i) => client.runScript(SET, [`${tag}key`], [String(i)])))).toEqual(['0', '1', '2']);

@@ -1,4 +1,4 @@
-import type { IoredisConnection } from './ioredis/ioredis.lock-client';
+import type { IoredisConnection } from './ioredis/ioredis-connection';
 import type { NodeRedisConnection } from './node-redis/node-redis.lock-client';
 
 /**

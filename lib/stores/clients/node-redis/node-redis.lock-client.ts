@@ -1,5 +1,5 @@
 import type { Logger } from '@nestjs/common';
-import type { LockClient, RedisArgument, ReplicatedReply } from '../lock-client';
+import type { LockClient, LockClientOptions, RedisArgument, ReplicatedReply } from '../lock-client';
 import type { LockScript } from '../lock-script';
 import { isClusterClient } from '../client-shape';
 import { ClusterNodeLogs, ConnectionLog } from '../connection-log';
@@ -80,11 +80,16 @@ export class NodeRedisLockClient implements LockClient {
   private inFlight = 0;
   private idle: (() => void) | undefined;
 
+  private readonly label: string;
+  private readonly logger: Logger;
+
   constructor(
     private readonly connection: NodeRedisConnection,
-    private readonly label: string,
-    private readonly logger: Logger,
+    options: Pick<LockClientOptions, 'label' | 'logger'>,
   ) {
+    const { label, logger } = options;
+    this.label = label;
+    this.logger = logger;
     this.isCluster = isNodeRedisCluster(connection);
     // An 'error' event without a listener would be thrown; callers learn of failures from their commands.
     const log = new ConnectionLog(logger, label);
@@ -188,7 +193,7 @@ export class NodeRedisLockClient implements LockClient {
 
   duplicate(options: { readonly subscriber?: boolean } = {}): NodeRedisLockClient {
     const label = options.subscriber ? `${this.label} (subscriber)` : this.label;
-    return new NodeRedisLockClient(duplicateNodeRedis(this.connection), label, this.logger);
+    return new NodeRedisLockClient(duplicateNodeRedis(this.connection), { label, logger: this.logger });
   }
 
   close(): Promise<void> {
