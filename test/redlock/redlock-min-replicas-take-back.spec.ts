@@ -12,9 +12,8 @@ import { type MasterWithReplica, startMasterWithReplica } from '../support/redis
  * A Redlock node with minReplicas: an attempt's script is followed by WAIT, which holds the connection for up
  * to minReplicas.timeout. The store's verdict does not wait for a slow node: it sends that node the attempt's
  * undo at once, and the token's next attempt may follow on the same connection. If the first attempt's grant
- * then comes back unacknowledged, the node used to send its own take-back (an undo) when the reply arrived:
- * by then the connection had run the store's undo and the next attempt, so the late take-back deleted the
- * next attempt's grant, which the caller counts as held (review M5, /work/reviews/redlock-ordering-review.md).
+ * then comes back unacknowledged, a take-back (an undo) sent by the node when the reply arrives would run after
+ * the store's undo and the next attempt, and delete the next attempt's grant, which the caller counts as held.
  * The store's undo already follows the grant on the connection; no second one may be sent.
  */
 describe('Redlock node with minReplicas: an unacknowledged grant already undone is not taken back again', () => {

@@ -1,3 +1,4 @@
+// Recognises the client objects users lend the module, by shape only.
 import type { IoredisConnection } from './ioredis/ioredis-connection';
 import type { NodeRedisConnection } from './node-redis/node-redis.lock-client';
 

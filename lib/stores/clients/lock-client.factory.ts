@@ -24,7 +24,7 @@ export function createLockClient(connection: string | RedisOptions | object, opt
           'names them, the same in every process); to keep it, put it in LockModule\'s keyPrefix',
       );
     }
-    return new IoredisLockClient(duplicateIoredis(connection, false), options);
+    return new IoredisLockClient(duplicateIoredis(connection), options);
   }
   if (isNodeRedisClient(connection)) return new NodeRedisLockClient(duplicateNodeRedis(connection), options);
   return new IoredisLockClient(createIoredis(connection as string | RedisOptions), options);

@@ -1,3 +1,4 @@
+// The one seam between the Redis stores and a Redis client library: what the lock engine does with a connection.
 import type { Logger } from '@nestjs/common';
 import type { LockScript } from './lock-script';
 

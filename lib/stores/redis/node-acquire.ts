@@ -65,10 +65,10 @@ export class NodeAcquire {
       this.connection.refuseWhenClosed();
       const waitMs = timeoutMs + (this.settings.minReplicas?.timeout ?? 0);
       return order.behind(request.token, waitMs, () =>
-        this.connection.isClosed ? Promise.reject(new StoreClosedError()) : this.acquireNow(request, ttl, timeoutMs, order, order.attempt(true)),
+        this.connection.isClosed ? Promise.reject(new StoreClosedError()) : this.acquireNow(request, ttl, timeoutMs, order, order.attempt('behind-chain')),
       );
     }
-    return this.acquireNow(request, ttl, timeoutMs, order, order.attempt(false));
+    return this.acquireNow(request, ttl, timeoutMs, order, order.attempt('direct'));
   }
 
   /** Takes back an attempt that did not become a lock, silently (see UNDO_SCRIPT). */
@@ -147,7 +147,7 @@ export class NodeAcquire {
     // A Redlock node's permit attempt is tracked only for its take-back (see TokenOrder.mustTakeBack), which
     // minReplicas alone asks for: a permit has no second script.
     const { order, minReplicas, permitFenceStride: stride } = this.settings;
-    const attempt = order && minReplicas ? order.attempt(false) : undefined;
+    const attempt = order && minReplicas ? order.attempt('direct') : undefined;
     const mayWait = request.final ? 0 : 1;
     const args = stride ? [token, ttl, recordOf(shape), limit, mayWait, stride.step, stride.residue] : [token, ttl, recordOf(shape), limit, mayWait];
     const sent = this.granting(PERMIT_ACQUIRE, names, args, [key], token, timeoutMs, shape, attempt);

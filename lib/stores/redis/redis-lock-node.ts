@@ -126,7 +126,7 @@ export class RedisLockNode {
    */
   release(release: NodeRelease, timeoutMs: number): Promise<number> {
     const order = this.order;
-    if (order) return order.inOrder(release.token, () => this.releaseNow(release, timeoutMs), true);
+    if (order) return order.inOrder(release.token, 'take-back', () => this.releaseNow(release, timeoutMs));
     return this.releaseNow(release, timeoutMs);
   }
 
@@ -156,7 +156,7 @@ export class RedisLockNode {
   /** Takes back an attempt that did not become a lock, silently (see UNDO_SCRIPT). */
   undo(keys: readonly LockKeyNames[], token: string, timeoutMs: number, shape?: LockShape): Promise<void> {
     const order = this.order;
-    if (order) return order.inOrder(token, () => this.acquirer.undo(keys, token, timeoutMs, shape), true);
+    if (order) return order.inOrder(token, 'take-back', () => this.acquirer.undo(keys, token, timeoutMs, shape));
     return this.acquirer.undo(keys, token, timeoutMs, shape);
   }
 
@@ -172,7 +172,7 @@ export class RedisLockNode {
   /** Removes a writer's intent (see WITHDRAW_SCRIPT); with `announce`, wakes the readers it kept waiting. */
   withdraw(key: LockKeyNames, token: string, timeoutMs: number, withdrawal: NodeWithdrawal): Promise<void> {
     const order = this.order;
-    if (order) return order.inOrder(token, () => this.withdrawNow(key, token, timeoutMs, withdrawal), false);
+    if (order) return order.inOrder(token, 'withdrawal', () => this.withdrawNow(key, token, timeoutMs, withdrawal));
     return this.withdrawNow(key, token, timeoutMs, withdrawal);
   }
 

@@ -133,7 +133,7 @@ export class RedisLockStore extends RedisStoreBase implements LockStore {
    * nothing was handed over, when the answer came too late to vouch for the lease, or on an error, and
    * the waiter then attempts itself. A hand-over answered too late, or maybe run unanswered, is taken back
    * first, like such an acquire: the waiter may leave without attempting (cancelled, or shutdown began),
-   * and the key would stay locked for nobody (review D1). The take-back goes out before the waiter's attempt.
+   * and the key would stay locked for nobody. The take-back goes out before the waiter's attempt.
    */
   private async handOver(key: LockKeyNames, token: string, claim: HandoverClaim): Promise<boolean> {
     const ttl = leaseTtl(claim.ttl);

@@ -90,7 +90,7 @@ export class RedlockAttempts {
     // Only a single-key mutex or writer records intents (see NodeAcquire), never on a final attempt; one the
     // service already keeps queued (request.queued) it withdraws from every node itself when done.
     if (keys.length === 1 && !request.queued && !request.final && !isPermit(shape) && (verdict === 'for' || !queued)) {
-      this.withdrawUnreported(round, answers, keys[0], token, timeout, verdict === 'for');
+      this.withdrawUnreported(round, answers, { key: keys[0], token, timeout, granted: verdict === 'for' });
     }
 
     if (verdict === 'for') {
@@ -216,10 +216,7 @@ export class RedlockAttempts {
   private withdrawUnreported(
     round: QuorumRound<NodeAcquireReply>,
     answers: readonly NodeAnswer<NodeAcquireReply>[],
-    key: LockKeyNames,
-    token: string,
-    timeout: number,
-    granted: boolean,
+    { key, token, timeout, granted }: { readonly key: LockKeyNames; readonly token: string; readonly timeout: number; readonly granted: boolean },
   ): void {
     const nodes = this.redlock.nodes;
     if (granted) {

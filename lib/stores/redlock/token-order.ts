@@ -40,9 +40,12 @@ export class TokenOrder {
     return this.sending;
   }
 
-  /** A new attempt's first script, to track while it is unanswered (see whileUnanswered). */
-  attempt(inChain: boolean): PlainAttempt {
-    return { superseded: false, takenBack: false, inChain };
+  /**
+   * A new attempt's first script, to track while it is unanswered (see whileUnanswered): sent `direct`ly, or
+   * from the token's chain (`behind-chain`, see behind).
+   */
+  attempt(sent: 'direct' | 'behind-chain'): PlainAttempt {
+    return { superseded: false, takenBack: false, inChain: sent === 'behind-chain' };
   }
 
   /** Whether a writer's second script of `token` (or a command chained behind it) is in flight. */
@@ -73,15 +76,15 @@ export class TokenOrder {
   }
 
   /**
-   * Runs the token's undo or release (`takesBack`), or withdrawal, in the token's order: behind its chain when
-   * a second script is in flight; otherwise at once, superseding an attempt still unanswered.
+   * Runs the token's undo or release (a `take-back`), or withdrawal, in the token's order: behind its chain
+   * when a second script is in flight; otherwise at once, superseding an attempt still unanswered.
    */
-  inOrder<T>(token: string, command: () => Promise<T>, takesBack: boolean): Promise<T> {
+  inOrder<T>(token: string, kind: 'take-back' | 'withdrawal', command: () => Promise<T>): Promise<T> {
     if (this.chains.has(token)) return this.chained(token, command);
     const attempt = this.unanswered.get(token);
     if (attempt) {
       attempt.superseded = true;
-      if (takesBack) attempt.takenBack = true;
+      if (kind === 'take-back') attempt.takenBack = true;
     }
     return command();
   }

@@ -1,3 +1,4 @@
+// Spec: a waiter's watch attempts again only for a release that can free it, and wakes on a lagging node's repeat.
 import type { LockKeyNames } from '../lock-store.interface';
 import { ReleaseHub } from './release-hub';
 

@@ -1,3 +1,4 @@
+// Spec: the release hub wakes one waiter per release, counts each release once, and hands a release over to a claimed waiter.
 import type { AcquireGrant, HandoverOffer, LockKeyNames } from '../lock-store.interface';
 import { ReleaseHub } from './release-hub';
 

@@ -1,3 +1,4 @@
+// Spec: command deadlines in 16 ms buckets, each rejected once, none kept after its answer.
 import { CommandTimeoutError } from '../../errors/command-timeout.error';
 import { DeadlineBucket, expireAfter, withTimeout, type Expirable } from './with-timeout';
 

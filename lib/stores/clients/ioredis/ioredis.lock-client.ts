@@ -167,7 +167,7 @@ export class IoredisLockClient implements LockClient {
 
   duplicate(options: { readonly subscriber?: boolean } = {}): IoredisLockClient {
     const label = options.subscriber ? `${this.label} (subscriber)` : this.label;
-    return new IoredisLockClient(duplicateIoredis(this.connection, options.subscriber === true), { ...this.options, label });
+    return new IoredisLockClient(duplicateIoredis(this.connection, options), { ...this.options, label });
   }
 
   /** Fetches a Cluster's slot map anew; false when this is no Cluster (nothing to refresh). */

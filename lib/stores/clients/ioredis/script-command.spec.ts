@@ -1,3 +1,4 @@
+// Spec: a ScriptCommand's bytes are ioredis' own, EVAL on a socket's first use and EVALSHA after.
 import { Command } from 'ioredis';
 import { ScriptCommand, type ScriptsSent } from './script-command';
 import { lockScript } from '../lock-script';

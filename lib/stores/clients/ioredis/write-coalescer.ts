@@ -7,17 +7,17 @@ export const FLUSH_EVERY = 32;
 /**
  * Coalesces the commands of one tick into few socket writes, in place of ioredis auto-pipelining (which
  * builds a Pipeline per batch, delays every command to a later tick, and keeps one batch in flight per
- * connection: half the throughput at 64 callers, and slower serial calls). The socket is corked at the first
- * command of a tick and uncorked once the tick's callbacks and promise jobs have run, and flushed early every
- * FLUSH_EVERY commands so Redis starts on a burst while the rest is built.
+ * connection: slower both at many callers and for serial calls, see docs/performance.md). The socket is
+ * corked at the first command of a tick and uncorked once the tick's callbacks and promise jobs have run,
+ * and flushed early every FLUSH_EVERY commands so Redis starts on a burst while the rest is built.
  *
  * With `writeFirstWhenIdle` (one standalone or Sentinel-managed deployment, not a Redlock node; a Cluster
  * has no socket to cork either way), a tick's first command on a connection with nothing in flight is
  * written at once, uncorked, and only the tick's later commands are corked: Redis then runs it while this
  * process finishes the tick (the lease, the caller's continuation, the next command's arguments), instead
  * of after. A lone caller's commands are such commands, as a rule (not while a renewal's reply, or a
- * minReplicas WAIT, is still due). Not for Redlock nodes: at 5 servers and 64 callers the extra writes (and
- * wake-ups of each server) cost more than they save (see docs/performance.md).
+ * minReplicas WAIT, is still due). Not for Redlock nodes: there the extra writes (and wake-ups of each server)
+ * cost more than they save (see docs/performance.md).
  * Safe because the connection is this adapter's alone: nobody else's commands wait in the cork.
  */
 export class WriteCoalescer {

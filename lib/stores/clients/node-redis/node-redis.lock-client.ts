@@ -1,3 +1,4 @@
+// The LockClient of node-redis (the `redis` package) v4 and v5, clients and clusters.
 import type { Logger } from '@nestjs/common';
 import type { LockClient, LockClientOptions, RedisArgument, ReplicatedReply } from '../lock-client';
 import type { LockScript } from '../lock-script';
@@ -72,7 +73,7 @@ export class NodeRedisLockClient implements LockClient {
    * is sent each script in full again rather than answered NOSCRIPT, whose resend would let the commands
    * queued behind it run first. Not airtight: node-redis chooses nothing at write time, and a command
    * built as EVALSHA in the tick the socket dropped, still unwritten, goes out first on the new connection
-   * (review of 3674664: a hand-over missed there, the waiter then retrying on its timer; never two holders).
+   * (a hand-over may then be missed, the waiter retrying on its timer; never two holders).
    */
   private readonly scriptsSent = new Set<string>();
   connectionError: string | undefined;
