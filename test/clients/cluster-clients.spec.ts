@@ -53,7 +53,7 @@ describe('LockClient on a real Redis Cluster (3 masters, 1 replica each)', () =>
     });
 
     function lockClient(): LockClient {
-      const client = createLockClient(lent.client, `test ${name} cluster`, logger, true);
+      const client = createLockClient(lent.client, { label: `test ${name} cluster`, logger, writeFirstWhenIdle: true });
       opened.push(client);
       return client;
     }
@@ -103,7 +103,7 @@ describe('LockClient on a real Redis Cluster (3 masters, 1 replica each)', () =>
 
     it('closes every connection it opened, and leaves the lent cluster client open', async () => {
       const baseline = await totalConnections(cluster.nodes);
-      const client = createLockClient(lent.client, `test ${name} cluster`, logger, true);
+      const client = createLockClient(lent.client, { label: `test ${name} cluster`, logger, writeFirstWhenIdle: true });
       const subscriber = client.duplicate({ subscriber: true });
       for (const { key } of spread) await client.runScript(ADD, [key], [1]);
       await subscriber.subscribe(`${name}:closing`);

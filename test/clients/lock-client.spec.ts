@@ -49,7 +49,7 @@ describe.each(CLIENT_FAMILY_NAMES.map((name) => [name]))('LockClient over a lent
   });
 
   function lockClient(from: object = lent.client): LockClient {
-    const client = createLockClient(from, `test ${name}`, logger, true);
+    const client = createLockClient(from, { label: `test ${name}`, logger, writeFirstWhenIdle: true });
     opened.push(client);
     return client;
   }
@@ -202,7 +202,7 @@ describe('LockClient over a lent node-redis 4 client in legacy mode', () => {
 
   it('works through a promise-mode duplicate, and leaves the lent client in legacy mode, open', async () => {
     const lent = await legacyNodeRedis4(server.url);
-    const client = createLockClient(lent.client, 'legacy', logger, true);
+    const client = createLockClient(lent.client, { label: 'legacy', logger, writeFirstWhenIdle: true });
     try {
       expect(Number(await client.runScript(ADD, ['legacy'], [3]))).toBe(3);
       expect(await client.exists('legacy')).toBe(1);
@@ -223,7 +223,7 @@ describe('LockClient from a URL (ioredis, made and owned by the module)', () => 
 
   it('connects on first use and closes on close()', async () => {
     const baseline = await connections(server);
-    const client = createLockClient(server.url, 'owned', logger, true);
+    const client = createLockClient(server.url, { label: 'owned', logger, writeFirstWhenIdle: true });
     expect(client.family).toBe('ioredis');
     expect(await connections(server)).toBe(baseline);
     expect(Number(await client.runScript(ADD, ['owned'], [4]))).toBe(4);

@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { type LockClient, createLockClient, lockScript } from '../../lib/stores/clients';
-import { CommandTimeoutError } from '../../lib/stores/shared/with-timeout';
+import { CommandTimeoutError } from '../../lib/errors/command-timeout.error';
 import { eventually } from '../support/eventually';
 import { startMasterWithReplica } from '../support/redis-sentinel';
 import { type RedisProcess, startRedis } from '../support/redis-server';
@@ -32,7 +32,7 @@ async function counting<T>(port: number, calls: () => Promise<T>): Promise<{ res
 
 /** Whether the adapter sends batches on its connection: read from its ready check's INFO (white box). */
 function batchesOn(client: LockClient): boolean {
-  return (client as unknown as { batches?: boolean }).batches === true;
+  return (client as unknown as { tickBatch?: { batches: boolean } }).tickBatch?.batches === true;
 }
 
 let counter = 0;
@@ -50,7 +50,7 @@ describe('script calls of one tick, batched (ioredis, a connection of the module
     server = await startRedis();
   });
   beforeEach(async () => {
-    client = createLockClient(server.url, 'batch test', logger, true);
+    client = createLockClient(server.url, { label: 'batch test', logger, writeFirstWhenIdle: true });
     // Connected, the scripts sent, the server known to take batches: what a tick meets on a connection in use.
     await client.runScript(GET, [freshKey('warm-up')], []);
     expect(batchesOn(client)).toBe(true);
@@ -222,7 +222,7 @@ describe('script calls of one tick, batched (ioredis, a connection of the module
     expect(behindUnanswered.writableCorked).toBe(1);
     expect(behindUnanswered.writableLength).toBeGreaterThan(0);
 
-    const redlockNode = createLockClient(server.url, 'redlock node', logger, false);
+    const redlockNode = createLockClient(server.url, { label: 'redlock node', logger, writeFirstWhenIdle: false });
     try {
       await redlockNode.runScript(GET, [freshKey('warm-up')], []);
       const alone = redlockNode.runScript(SET, [freshKey('node')], ['alone']);
@@ -257,7 +257,7 @@ async function toldNoBatches(client: LockClient): Promise<void> {
 describe('where batches do not fit', () => {
   it('a Redis in cluster mode, reached by a plain client: no batches (keys of many slots), every call on its own', async () => {
     const node = await startClusterModeNode();
-    const client = createLockClient(node.url, 'cluster-mode node', logger, true);
+    const client = createLockClient(node.url, { label: 'cluster-mode node', logger, writeFirstWhenIdle: true });
     try {
       await toldNoBatches(client);
       // {a}, {b} and {c} hash to three slots: one batch of them would be refused (CROSSSLOT).
@@ -277,11 +277,11 @@ describe('where batches do not fit', () => {
     const node = await startClusterModeNode();
     const warnings: string[] = [];
     const warning = vi.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
-    const client = createLockClient(node.url, 'sharding server', logger, true);
+    const client = createLockClient(node.url, { label: 'sharding server', logger, writeFirstWhenIdle: true });
     try {
       await toldNoBatches(client);
       // A server that said it was a standalone Redis but shards after all (a proxy): told here by hand.
-      (client as unknown as { batches: boolean }).batches = true;
+      (client as unknown as { tickBatch: { batches: boolean } }).tickBatch.batches = true;
       const count = countScriptCalls([node.port]);
       try {
         expect(await Promise.all(['{a}', '{b}', '{c}'].map((tag, i) => client.runScript(SET, [`${tag}key`], [String(i)])))).toEqual(['0', '1', '2']);
@@ -302,7 +302,7 @@ describe('where batches do not fit', () => {
 
   it('a read-only replica (a master demoted by a failover): every write, batched or alone, fails with READONLY and writes nothing', async () => {
     const replicated = await startMasterWithReplica();
-    const client = createLockClient({ host: replicated.replica.host, port: replicated.replica.port }, 'demoted master', logger, true);
+    const client = createLockClient({ host: replicated.replica.host, port: replicated.replica.port }, { label: 'demoted master', logger, writeFirstWhenIdle: true });
     try {
       await client.runScript(GET, ['warm-up'], []);
       expect(batchesOn(client)).toBe(true);
@@ -321,7 +321,7 @@ describe('where batches do not fit', () => {
 
   it('no ready check (enableReadyCheck: false): the server is not known to be a standalone Redis, so no batches', async () => {
     const server = await startRedis();
-    const client = createLockClient({ host: server.host, port: server.port, enableReadyCheck: false }, 'no ready check', logger, true);
+    const client = createLockClient({ host: server.host, port: server.port, enableReadyCheck: false }, { label: 'no ready check', logger, writeFirstWhenIdle: true });
     try {
       await client.runScript(GET, ['warm-up'], []);
       expect(batchesOn(client)).toBe(false);
@@ -338,7 +338,7 @@ describe('where batches do not fit', () => {
 
   it('a connection that drops sends no batches until the ready check of the next one says so', async () => {
     const server = await startRedis();
-    const client = createLockClient(server.url, 'dropped', logger, true);
+    const client = createLockClient(server.url, { label: 'dropped', logger, writeFirstWhenIdle: true });
     try {
       await client.runScript(GET, ['warm-up'], []);
       expect(batchesOn(client)).toBe(true);

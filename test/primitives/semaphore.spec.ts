@@ -146,7 +146,7 @@ describeEachStore('counting semaphore (%s store)', (_name, fixture) => {
     // last node may apply the release a moment after the quorum did: meanwhile it counts as busy, not as a
     // mistake (a minority), hence a wait rather than one attempt. (A writer lease left on one node by the
     // mode: 'write' attempt above, granted by its second script after its own undo, made this take 10 s in
-    // about one run in four: see RedisLockNode.inOrder.)
+    // about one run in four: see TokenOrder (redlock/token-order.ts).)
     const again = await second.acquire(key, { limit: 5, wait: 15_000 });
     expect(again).not.toBeNull();
     await again?.release();

@@ -1,5 +1,6 @@
 import { LockKeyNamer } from '../../lib/keys';
 import { RedisLockNode } from '../../lib/stores/redis/redis-lock-node';
+import { TokenOrder } from '../../lib/stores/redlock/token-order';
 import { type RedisProcess, startRedisServers } from '../support/redis-server';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { quorumRecords } from '../support/permit-records';
@@ -73,7 +74,7 @@ describe('Redlock node: permit fences by stride (one real Redis)', () => {
   afterAll(() => server?.stop());
 
   it('residues 0, 1, 2 on the same counter give 3 distinct fences above it; the counter ends at the block', async () => {
-    const stores = [0, 1, 2].map((residue) => new RedisLockNode(server.url, `nodes[${residue}]`, undefined, true, { step: 3, residue }));
+    const stores = [0, 1, 2].map((residue) => new RedisLockNode(server.url, { label: `nodes[${residue}]`, order: new TokenOrder(), permitFenceStride: { step: 3, residue } }));
     try {
       const given: number[][] = [];
       for (const start of ['0', '7', '8', '9', '1000']) {
@@ -81,7 +82,7 @@ describe('Redlock node: permit fences by stride (one real Redis)', () => {
         for (const [residue, node] of stores.entries()) {
           const key = namer.names(uniqueKey(`stride-${start}-${residue}`));
           await server.command('SET', key.fenceKey, start);
-          const reply = await node.acquire([key], `token|${residue}`, 10_000, 2_000, { kind: 'read' });
+          const reply = await node.acquire({ keys: [key], token: `token|${residue}`, ttl: 10_000, shape: { kind: 'read' } }, 2_000);
           expect(reply).toMatchObject({ acquired: true });
           if (!reply.acquired) throw new Error('unreachable');
           row.push(reply.fences[0]);
@@ -97,7 +98,7 @@ describe('Redlock node: permit fences by stride (one real Redis)', () => {
       for (const foreign of ['1.5', ' 7', 'nan', '99999999999999999999']) {
         const key = namer.names(uniqueKey('stride-foreign'));
         await server.command('SET', key.fenceKey, foreign);
-        await expect(stores[1].acquire([key], 'token|foreign', 10_000, 2_000, { kind: 'read' })).rejects.toThrow("not this library's");
+        await expect(stores[1].acquire({ keys: [key], token: 'token|foreign', ttl: 10_000, shape: { kind: 'read' } }, 2_000)).rejects.toThrow("not this library's");
         expect(await server.command('GET', key.fenceKey)).toBe(foreign);
       }
     } finally {

@@ -1,9 +1,10 @@
 import { LockKeyNamer } from '../../lib/keys';
 import type { LockKeyNames, LockShape } from '../../lib/stores/lock-store.interface';
-import { UNDO_SCRIPT } from '../../lib/stores/redis/lock-scripts';
+import { UNDO_SCRIPT } from '../../lib/stores/redis/scripts';
 import type { LockScript } from '../../lib/stores/clients/lock-script';
 import { RedisLockNode } from '../../lib/stores/redis/redis-lock-node';
-import { ReplicasNotAcknowledgedError } from '../../lib/stores/redis/replicas-not-acknowledged.error';
+import { TokenOrder } from '../../lib/stores/redlock/token-order';
+import { ReplicasNotAcknowledgedError } from '../../lib/errors/replicas-not-acknowledged.error';
 import { uniqueKey } from '../support/lock-app';
 import { type MasterWithReplica, startMasterWithReplica } from '../support/redis-sentinel';
 
@@ -11,9 +12,8 @@ import { type MasterWithReplica, startMasterWithReplica } from '../support/redis
  * A Redlock node with minReplicas: an attempt's script is followed by WAIT, which holds the connection for up
  * to minReplicas.timeout. The store's verdict does not wait for a slow node: it sends that node the attempt's
  * undo at once, and the token's next attempt may follow on the same connection. If the first attempt's grant
- * then comes back unacknowledged, the node used to send its own take-back (an undo) when the reply arrived:
- * by then the connection had run the store's undo and the next attempt, so the late take-back deleted the
- * next attempt's grant, which the caller counts as held.
+ * then comes back unacknowledged, a take-back (an undo) sent by the node when the reply arrives would run after
+ * the store's undo and the next attempt, and delete the next attempt's grant, which the caller counts as held.
  * The store's undo already follows the grant on the connection; no second one may be sent.
  */
 describe('Redlock node with minReplicas: an unacknowledged grant already undone is not taken back again', () => {
@@ -28,7 +28,7 @@ describe('Redlock node with minReplicas: an unacknowledged grant already undone 
 
   beforeAll(async () => {
     servers = await startMasterWithReplica();
-    node = new RedisLockNode(servers.master.url, 'nodes[0]', { replicas: 1, timeout: ACK_TIMEOUT_MS }, true);
+    node = new RedisLockNode(servers.master.url, { label: 'nodes[0]', minReplicas: { replicas: 1, timeout: ACK_TIMEOUT_MS }, order: new TokenOrder() });
     type RunScript = (script: LockScript, ...rest: unknown[]) => Promise<unknown>;
     const client = (node as unknown as { client: { runScript: RunScript } }).client;
     const runScript = client.runScript.bind(client);
@@ -52,7 +52,7 @@ describe('Redlock node with minReplicas: an unacknowledged grant already undone 
    */
   async function warmUp(shape?: LockShape): Promise<void> {
     const key = namer.names(uniqueKey('warm-up'));
-    expect(await node.acquire([key], 'warm|up', 10_000, 10_000, shape)).toMatchObject({ acquired: true });
+    expect(await node.acquire({ keys: [key], token: 'warm|up', ttl: 10_000, shape }, 10_000)).toMatchObject({ acquired: true });
     await node.undo([key], 'warm|up', 10_000, shape);
   }
 
@@ -80,9 +80,9 @@ describe('Redlock node with minReplicas: an unacknowledged grant already undone 
       };
     });
     try {
-      const first = node.acquire([key], token, 60_000, 10_000, shape);
+      const first = node.acquire({ keys: [key], token, ttl: 60_000, shape }, 10_000);
       const undone = node.undo([key], token, 10_000, shape);
-      const next = node.acquire([key], token, 30_000, 10_000, shape);
+      const next = node.acquire({ keys: [key], token, ttl: 30_000, shape }, 10_000);
       await Promise.race([lateTakeBack, first.then(noop, noop)]);
       servers.replica.resume();
       await expect(first).rejects.toBeInstanceOf(ReplicasNotAcknowledgedError);
@@ -125,7 +125,7 @@ describe('Redlock node with minReplicas: an unacknowledged grant already undone 
     expect(next).toMatchObject({ acquired: true });
     await expectNextAttemptHolds(key, 'token|same');
     expect(undos).toBe(1);
-    expect(await node.release([key], 'token|same', 10_000, 0, shape)).toBe(1);
+    expect(await node.release({ keys: [key], token: 'token|same', shape }, 10_000)).toBe(1);
   });
 
   it('control: with no undo sent, an unacknowledged grant is taken back', async () => {
@@ -134,7 +134,7 @@ describe('Redlock node with minReplicas: an unacknowledged grant already undone 
     servers.replica.pause();
     const before = undoScripts;
     try {
-      await expect(node.acquire([key], 'token|alone', 60_000, 10_000)).rejects.toBeInstanceOf(ReplicasNotAcknowledgedError);
+      await expect(node.acquire({ keys: [key], token: 'token|alone', ttl: 60_000 }, 10_000)).rejects.toBeInstanceOf(ReplicasNotAcknowledgedError);
     } finally {
       servers.replica.resume();
     }
@@ -149,7 +149,7 @@ describe('Redlock node with minReplicas: an unacknowledged grant already undone 
     servers.replica.pause();
     const before = undoScripts;
     try {
-      const attempt = node.acquire([key], 'token|resent', 60_000, 10_000);
+      const attempt = node.acquire({ keys: [key], token: 'token|resent', ttl: 60_000 }, 10_000);
       const undone = node.undo([key], 'token|resent', 10_000);
       await expect(attempt).rejects.toBeInstanceOf(ReplicasNotAcknowledgedError);
       await undone;
@@ -171,17 +171,17 @@ describe('Redlock node with minReplicas: an unacknowledged grant already undone 
     expect(next).toMatchObject({ acquired: true });
     await expectNextAttemptHolds(key, 'token|resent-next');
     expect(undos).toBe(1);
-    expect(await node.release([key], 'token|resent-next', 10_000)).toBe(1);
+    expect(await node.release({ keys: [key], token: 'token|resent-next' }, 10_000)).toBe(1);
   });
 
   it("a connection's first granting script goes in full: never answered NOSCRIPT and sent again behind later commands", async () => {
-    const fresh = new RedisLockNode(servers.master.url, 'nodes[fresh]', { replicas: 1, timeout: ACK_TIMEOUT_MS }, true);
+    const fresh = new RedisLockNode(servers.master.url, { label: 'nodes[fresh]', minReplicas: { replicas: 1, timeout: ACK_TIMEOUT_MS }, order: new TokenOrder() });
     try {
       await servers.master.command('SCRIPT', 'FLUSH');
       const before = await noScriptErrors();
       const key = namer.names(uniqueKey('fresh'));
-      expect(await fresh.acquire([key], 'token|fresh', 10_000, 10_000)).toMatchObject({ acquired: true });
-      expect(await fresh.release([key], 'token|fresh', 10_000)).toBe(1);
+      expect(await fresh.acquire({ keys: [key], token: 'token|fresh', ttl: 10_000 }, 10_000)).toMatchObject({ acquired: true });
+      expect(await fresh.release({ keys: [key], token: 'token|fresh' }, 10_000)).toBe(1);
       expect(await noScriptErrors()).toBe(before);
     } finally {
       await fresh.close();

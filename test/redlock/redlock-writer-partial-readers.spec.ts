@@ -20,7 +20,7 @@ describe('Redlock: a writer refused by readers that hold no quorum', () => {
 
   /** Grants each reader on the nodes listed, directly (no quorum needed): what a Redlock attempt leaves there. */
   async function placeReaders(key: ReturnType<LockKeyNamer['names']>, placements: readonly (readonly [number, string])[]): Promise<void> {
-    for (const [node, value] of placements) await direct[node].acquire([key], value, TTL, 1_000, reader);
+    for (const [node, value] of placements) await direct[node].acquire({ keys: [key], token: value, ttl: TTL, shape: reader }, 1_000);
   }
 
   /** A queued writer's attempt through the Redlock store: refused, with how long it would sleep. */
@@ -33,7 +33,7 @@ describe('Redlock: a writer refused by readers that hold no quorum', () => {
   beforeAll(async () => {
     servers = await startRedisServers(3);
     store = new RedlockLockStore(servers.map((server) => server.url), { driftFactor: 0.01 });
-    direct = servers.map((server, index) => new RedisLockNode(server.url, `direct[${index}]`));
+    direct = servers.map((server, index) => new RedisLockNode(server.url, { label: `direct[${index}]` }));
   });
   afterAll(async () => {
     await store?.close();

@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockKeyNamer } from '../../lib/keys';
 import { RedisLockNode } from '../../lib/stores/redis/redis-lock-node';
-import { CommandTimeoutError } from '../../lib/stores/shared/with-timeout';
+import { TokenOrder } from '../../lib/stores/redlock/token-order';
+import { CommandTimeoutError } from '../../lib/errors/command-timeout.error';
 import { rejectionOf } from '../core/helpers/timing';
 import type { LockScript } from '../../lib/stores/clients/lock-script';
 import { type RedisProcess, startRedis } from '../support/redis-server';
@@ -14,7 +15,7 @@ import { uniqueKey } from '../support/lock-app';
  * first script, not of the second, which then granted the writer after its own undo (the readers gone), or
  * recorded its intent after its withdrawal, left on the node for a whole ttl and announced to nobody (10 s in
  * semaphore.spec's Redlock row; readers asleep until such leftovers expired in the 3-process history run).
- * A quorum member's node keeps a token's commands in order (RedisLockNode.inOrder). The second script is
+ * A Redlock node keeps a token's commands in order (TokenOrder). The second script is
  * held at a gate on the node's client until the commands under test have been made, so the order of sends
  * is fixed whatever the timing.
  */
@@ -32,9 +33,9 @@ describe('Redlock node: the commands of a token and its writer second script', (
   /** Set by holdSecondScript(): the next second script waits for `open`, once it is `reached`. */
   let gate: { arrived: () => void; opened: Promise<void> } | undefined;
 
-  /** A quorum member's node on `server` whose second scripts stop at the gate (see holdSecondScript). */
+  /** A Redlock node on `server` whose second scripts stop at the gate (see holdSecondScript). */
   function gatedNode(label: string): RedisLockNode {
-    const gated = new RedisLockNode(server.url, label, undefined, true);
+    const gated = new RedisLockNode(server.url, { label, order: new TokenOrder() });
     type RunScript = (script: LockScript, ...rest: unknown[]) => Promise<unknown>;
     const client = (gated as unknown as { client: { runScript: RunScript } }).client;
     const runScript = client.runScript.bind(client);
@@ -83,20 +84,20 @@ describe('Redlock node: the commands of a token and its writer second script', (
     { on = node, timeoutMs = 1_000 }: { on?: RedisLockNode; timeoutMs?: number } = {},
   ): Promise<{ key: ReturnType<LockKeyNamer['names']>; attempt: ReturnType<RedisLockNode['acquire']>; open: () => void }> {
     const key = namer.names(uniqueKey(label));
-    await on.acquire([key], 'reader|a', 10_000, 1_000, reader);
+    await on.acquire({ keys: [key], token: 'reader|a', ttl: 10_000, shape: reader }, 1_000);
     const second = holdSecondScript();
-    const attempt = on.acquire([key], 'writer|b', 10_000, timeoutMs);
+    const attempt = on.acquire({ keys: [key], token: 'writer|b', ttl: 10_000 }, timeoutMs);
     await second.reached;
     return { key, attempt, open: second.open };
   }
 
   it('an undo made while the first script is unanswered goes out at once, and no second script follows', async () => {
     const key = namer.names(uniqueKey('superseded'));
-    await node.acquire([key], 'reader|a', 10_000, 1_000, reader);
+    await node.acquire({ keys: [key], token: 'reader|a', ttl: 10_000, shape: reader }, 1_000);
     const before = secondScripts;
     // As the store does for a node still silent at its verdict: the attempt, the reader gone, then the undo.
-    const attempt = node.acquire([key], 'writer|b', 10_000, 1_000);
-    const released = node.release([key], 'reader|a', 1_000, 0, reader);
+    const attempt = node.acquire({ keys: [key], token: 'writer|b', ttl: 10_000 }, 1_000);
+    const released = node.release({ keys: [key], token: 'reader|a', shape: reader }, 1_000);
     const undone = node.undo([key], 'writer|b', 1_000);
     await expect(attempt).resolves.toMatchObject({ acquired: false, holder: '' });
     await Promise.all([released, undone]);
@@ -108,7 +109,7 @@ describe('Redlock node: the commands of a token and its writer second script', (
 
   it('an undo made while the second script is in flight runs after it: no writer lease is left', async () => {
     const { key, attempt, open } = await writerMeetingReader('chained-undo');
-    await node.release([key], 'reader|a', 1_000, 0, reader);
+    await node.release({ keys: [key], token: 'reader|a', shape: reader }, 1_000);
     const undone = node.undo([key], 'writer|b', 1_000);
     open();
     await expect(attempt).resolves.toMatchObject({ acquired: true });
@@ -118,9 +119,9 @@ describe('Redlock node: the commands of a token and its writer second script', (
 
   it("the token's next attempt waits for the undo chained before it: its grant survives (else two holders)", async () => {
     const { key, attempt, open } = await writerMeetingReader('chained-next');
-    await node.release([key], 'reader|a', 1_000, 0, reader);
+    await node.release({ keys: [key], token: 'reader|a', shape: reader }, 1_000);
     const undone = node.undo([key], 'writer|b', 1_000);
-    const next = node.acquire([key], 'writer|b', 10_000, 1_000);
+    const next = node.acquire({ keys: [key], token: 'writer|b', ttl: 10_000 }, 1_000);
     open();
     await Promise.all([attempt, undone]);
     await expect(next).resolves.toMatchObject({ acquired: true });
@@ -129,7 +130,7 @@ describe('Redlock node: the commands of a token and its writer second script', (
 
   it('a withdrawal made while the second script is in flight runs after it: no intent is left', async () => {
     const { key, attempt, open } = await writerMeetingReader('chained-withdraw');
-    const withdrawn = node.withdraw(key, 'writer|b', true, 1_000);
+    const withdrawn = node.withdraw(key, 'writer|b', 1_000, { announce: true });
     open();
     await expect(attempt).resolves.toMatchObject({ acquired: false, queued: true });
     await withdrawn;
@@ -142,7 +143,7 @@ describe('Redlock node: the commands of a token and its writer second script', (
     // then the waiter's next attempt, in that order.
     const undone = node.undo([key], 'writer|b', 1_000);
     const withdrawn = node.withdrawIfRecorded(key, 'writer|b', 1_000, attempt.then((answer) => !answer.acquired && answer.queued === true), 'writer|b|withdrawn|late');
-    const next = node.acquire([key], 'writer|b', 10_000, 1_000);
+    const next = node.acquire({ keys: [key], token: 'writer|b', ttl: 10_000 }, 1_000);
     open();
     await expect(attempt).resolves.toMatchObject({ acquired: false, queued: true });
     await expect(next).resolves.toMatchObject({ acquired: false, queued: true });
@@ -153,7 +154,7 @@ describe('Redlock node: the commands of a token and its writer second script', (
   it.each(['before', 'after'])('close(): an undo chained behind a second script in flight, made %s close() began, still goes out', async (when) => {
     const closing = gatedNode(`nodes[close-${when}]`);
     const { key, attempt, open } = await writerMeetingReader(`close-${when}`, { on: closing, timeoutMs: 5_000 });
-    await closing.release([key], 'reader|a', 5_000, 0, reader);
+    await closing.release({ keys: [key], token: 'reader|a', shape: reader }, 5_000);
     // The second script goes out to a frozen server, so it is still unanswered when close() is called.
     server.pause();
     let closed: Promise<void> | undefined;
@@ -175,7 +176,7 @@ describe('Redlock node: the commands of a token and its writer second script', (
     // Before: the undo, chained behind the second script, was refused once close() had begun: the writer's
     // lease stayed for its 10 s. New work is refused all along.
     expect(await server.command('EXISTS', key.lockKey)).toBe(0);
-    expect(() => closing.acquire([key], 'writer|c', 10_000, 5_000)).toThrow(/closed/);
+    expect(() => closing.acquire({ keys: [key], token: 'writer|c', ttl: 10_000 }, 5_000)).toThrow(/closed/);
   });
 
   it("close(): a late answer's withdrawal, made after close() began, still goes out: no intent is left", async () => {
@@ -207,7 +208,7 @@ describe('Redlock node: the commands of a token and its writer second script', (
   it("on a node frozen behind a second script, the token's next attempt times out on its own timeout, and is never sent", async () => {
     // The second script has 2.5 s to answer, the undo behind it 0.5 s, the next attempt 1 s.
     const { key, attempt, open } = await writerMeetingReader('frozen-next', { timeoutMs: 2_500 });
-    await node.release([key], 'reader|a', 1_000, 0, reader);
+    await node.release({ keys: [key], token: 'reader|a', shape: reader }, 1_000);
     server.pause();
     try {
       open();
@@ -216,7 +217,7 @@ describe('Redlock node: the commands of a token and its writer second script', (
       const undone = node.undo([key], 'writer|b', 500);
       const before = firstScripts;
       const calledAt = performance.now();
-      const next = node.acquire([key], 'writer|b', 10_000, 1_000);
+      const next = node.acquire({ keys: [key], token: 'writer|b', ttl: 10_000 }, 1_000);
       const outcomes = Promise.all([attempt, undone].map((each) => rejectionOf(each)));
       // Before: the next attempt went out once the second script and the undo had timed out (3 s) and failed
       // after its own timeout (4 s in all). Now it fails on its own timeout, from the call.
@@ -238,7 +239,7 @@ describe('Redlock node: the commands of a token and its writer second script', (
     const { key, attempt, open } = await writerMeetingReader('late-real-answer');
     // Chained behind the second script, with 1 s to wait there; the chain clears at once, and the attempt's own
     // answer (readers still in: the intent renewed, queued) then reaches the node 1.5 s later.
-    const next = node.acquire([key], 'writer|b', 10_000, 1_000);
+    const next = node.acquire({ keys: [key], token: 'writer|b', ttl: 10_000 }, 1_000);
     firstScriptAnswerDelayMs = 1_500;
     try {
       open();
@@ -249,8 +250,8 @@ describe('Redlock node: the commands of a token and its writer second script', (
     } finally {
       firstScriptAnswerDelayMs = 0;
     }
-    await node.withdraw(key, 'writer|b', true, 1_000);
-    await node.release([key], 'reader|a', 1_000, 0, reader);
+    await node.withdraw(key, 'writer|b', 1_000, { announce: true });
+    await node.release({ keys: [key], token: 'reader|a', shape: reader }, 1_000);
     expect(await server.command('EXISTS', key.writerKey)).toBe(0);
   });
 });

@@ -47,7 +47,7 @@ describe('history checker: semaphore and read-write lock across processes', () =
         ({
           // ttl 4 s: a worker descheduled for a second or two inside its critical section keeps its lease. (At
           // 4 s a Redlock run took ~4 s instead of ~1.5 s while writers' leftovers made readers sleep until
-          // they expired: see RedisLockNode.inOrder; at 2 s that hid in the noise.)
+          // they expired: see TokenOrder (redlock/token-order.ts); at 2 s that hid in the noise.)
           lockOptions: { ttl: 4_000, wait: 10_000, ...lockOptions },
           dataUrl: fleet.data.url,
           semaphore: { key: semaphoreKey, limit: LIMIT, workers: SEMAPHORE_WORKERS },

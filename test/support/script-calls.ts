@@ -1,7 +1,7 @@
 import { Command } from 'ioredis';
-import { ScriptCommand } from '../../lib/stores/clients/ioredis-script-command';
+import { ScriptCommand } from '../../lib/stores/clients/ioredis/script-command';
 import { registeredLockScripts } from '../../lib/stores/clients/lock-script';
-import { batchScript } from '../../lib/stores/clients/script-batch';
+import { batchScript } from '../../lib/stores/clients/ioredis/script-batch';
 
 /**
  * The SHA1 of every script call an EVAL/EVALSHA of this library carries, from its arguments as written

@@ -1,5 +1,6 @@
-import type { IoredisConnection } from './ioredis.lock-client';
-import type { NodeRedisConnection } from './node-redis.lock-client';
+// Recognises the client objects users lend the module, by shape only.
+import type { IoredisConnection } from './ioredis/ioredis-connection';
+import type { NodeRedisConnection } from './node-redis/node-redis.lock-client';
 
 /**
  * Recognises the client objects users lend the module, by shape only: never `instanceof` (a second copy

@@ -1,3 +1,4 @@
+// Spec: a connection's log says each kind of error of an outage once, and when it ended.
 import type { Logger } from '@nestjs/common';
 import { ClusterNodeLogs, ConnectionLog } from './connection-log';
 

@@ -1,3 +1,4 @@
+// What a lock connection logs of its own state: each kind of error of an outage once, then that it is ready.
 import type { Logger } from '@nestjs/common';
 
 /** A message logged again, when it keeps coming without the connection being ready in between, this often (ms). */
@@ -17,8 +18,8 @@ interface ErrorKind {
 
 /**
  * What a lock connection logs of its own state: each kind of error of an outage once (a refused connection,
- * then a timeout), not again at each reconnection attempt (a 5 s outage logged 26 warnings per process:
- * trial 6), also when two kinds alternate (an ioredis Cluster node: "connect ECONNREFUSED", then "Connection is
+ * then a timeout), not again at each reconnection attempt (a few seconds' outage would otherwise log dozens
+ * of warnings per process), also when two kinds alternate (an ioredis Cluster node: "connect ECONNREFUSED", then "Connection is
  * closed." at each of its attempts); and, once the connection is ready after errors, that it is ready, so the
  * log says when the outage ended. Errors are compared without their numbers (ioredis' Sentinel message names
  * its retry delay, different at each attempt); one still coming a minute after it was logged is logged again,
@@ -60,8 +61,8 @@ export class ConnectionLog {
 
 /**
  * The nodes of one Cluster connection, each logged as a connection of its own (`<label>, node <host:port>`):
- * a Cluster client reports a node's outage with node events, not with its own 'error' (the module logged
- * nothing while one master was down: trial 6). Keyed by address, so a node connection the client makes
+ * a Cluster client reports a node's outage with node events, not with its own 'error' (listening to 'error'
+ * alone, nothing would be logged while one master is down). Keyed by address, so a node connection the client makes
  * again after an outage keeps the log of the one it replaces, until the node is ready (or 64 other nodes erred).
  */
 export class ClusterNodeLogs {

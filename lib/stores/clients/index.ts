@@ -1,3 +1,4 @@
+// The client seam the stores use: re-exports only.
 export * from './client-shape';
 export * from './lock-client';
 export * from './lock-client.factory';

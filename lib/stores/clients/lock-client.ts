@@ -1,3 +1,5 @@
+// The one seam between the Redis stores and a Redis client library: what the lock engine does with a connection.
+import type { Logger } from '@nestjs/common';
 import type { LockScript } from './lock-script';
 
 /** A key or argument as the stores pass it; adapters send it as a string. */
@@ -9,6 +11,15 @@ export type RedisArgument = string | number;
  * client it was handed).
  */
 export type ClientFamily = 'ioredis' | 'node-redis';
+
+/** How the module's lock connection is named, logged, and written to. */
+export interface LockClientOptions {
+  /** The node's label in logs ('redis', `nodes[i]`). */
+  readonly label: string;
+  readonly logger: Logger;
+  /** True for one deployment's connection, false for a Redlock node's (see WriteCoalescer). */
+  readonly writeFirstWhenIdle: boolean;
+}
 
 /** The reply of a script sent together with WAIT, and how many replicas acknowledged the write. */
 export interface ReplicatedReply {

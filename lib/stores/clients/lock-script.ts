@@ -1,3 +1,4 @@
+// A Lua script with the SHA1 EVALSHA names it by, and the registry a batch of calls numbers scripts from.
 import { createHash } from 'node:crypto';
 
 /** A Lua script with the SHA1 that EVALSHA names it by. */

@@ -1,54 +1,52 @@
+// The lock store on one Redis deployment: each LockStore operation as one script on the node, its failures as lock errors.
 import { LockError, LockUnavailableError } from '../../errors';
-import type { MinReplicas, RedisConnection } from '../../options/lock-options.interface';
-import { roundMs, type StoreHealth } from '../../health/store-health';
-import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
-import { kindOf } from '../shared/kind-conflict';
-import { clockDrift, commandTimeoutFor } from '../shared/timing';
-import { ReleaseHub, type HandoverClaim } from '../shared/release-hub';
-import { RedisLockNode, StoreClosedError, isPermit, type NodeAcquireReply } from './redis-lock-node';
-import { ReplicasNotAcknowledgedError } from './replicas-not-acknowledged.error';
-
-export interface RedisLockStoreOptions {
-  readonly driftFactor: number;
-  /** Fixed per-command timeout; by default derived from each call's ttl. */
-  readonly commandTimeout?: number;
-  /** Grants and renewals count only once this many replicas acknowledged them (see RedisLockNode). */
-  readonly minReplicas?: MinReplicas;
-}
+import { ReplicasNotAcknowledgedError } from '../../errors/replicas-not-acknowledged.error';
+import { StoreClosedError } from '../../errors/store-closed.error';
+import type { StoreHealth } from '../../health/store-health';
+import type { RedisConnection } from '../../options/lock-options.interface';
+import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore } from '../lock-store.interface';
+import { probe } from '../shared/health-probe';
+import { isPermit, kindOf } from '../shared/lock-shapes';
+import { RedisStoreBase } from '../shared/redis-store-base';
+import type { HandoverClaim } from '../shared/release-channel';
+import { storeUnavailable } from '../shared/store-unavailable';
+import { type RedisStoreOptions, leaseTtl } from '../shared/timing';
+import type { NodeAcquireReply } from './node-replies';
+import { RedisLockNode } from './redis-lock-node';
 
 /**
  * Leases on one Redis deployment (standalone, Sentinel or Cluster): one script round trip to acquire,
  * extend or release. Validity is counted from before the request was sent, minus clock drift, on the
  * monotonic clock.
  */
-export class RedisLockStore implements LockStore {
+export class RedisLockStore extends RedisStoreBase implements LockStore {
   readonly kind = 'redis';
   private readonly node: RedisLockNode;
-  private readonly hub: ReleaseHub;
 
-  constructor(
-    connection: RedisConnection,
-    private readonly options: RedisLockStoreOptions,
-  ) {
-    this.node = new RedisLockNode(connection, 'redis', options.minReplicas);
-    this.hub = new ReleaseHub({
-      subscribe: (channel) =>
-        this.node.subscribe(channel, this.timeout(undefined)).catch((error: unknown) => {
-          throw this.unavailable(error, [], 'subscribe to releases');
-        }),
-      unsubscribe: (channel) => this.node.unsubscribe(channel),
-    });
+  constructor(connection: RedisConnection, options: RedisStoreOptions) {
+    super(options);
+    this.node = new RedisLockNode(connection, { label: 'redis', minReplicas: options.minReplicas });
     this.node.onRelease((channel, token) => this.hub.announce(channel, token));
+  }
+
+  protected subscribeReleases(channel: string): Promise<void> {
+    return this.node.subscribe(channel, this.timeout(undefined)).catch((error: unknown) => {
+      throw this.unavailable(error, [], 'subscribe to releases');
+    });
+  }
+
+  protected unsubscribeReleases(channel: string): Promise<void> {
+    return this.node.unsubscribe(channel);
   }
 
   acquire(request: AcquireRequest): Promise<AcquireOutcome> {
     // Callbacks, not awaits: the hot path of every lock, where each promise layer costs.
-    const ttl = Math.max(1, Math.round(request.ttl));
+    const ttl = leaseTtl(request.ttl);
     const startedAt = performance.now();
     const timeout = this.timeout(ttl);
     let sent: Promise<NodeAcquireReply>;
     try {
-      sent = this.node.acquire(request.keys, request.token, ttl, timeout, request.shape, request.queued, request.final);
+      sent = this.node.acquire(request, timeout);
     } catch (error) {
       // As a rejection below: a command that may have gone out is taken back (none does today: the store
       // refuses synchronously only once closed).
@@ -62,7 +60,7 @@ export class RedisLockStore implements LockStore {
             ? { acquired: false, retryAfter: reply.retryAfter, queued: reply.queued }
             : { acquired: false, retryAfter: reply.retryAfter, queued: reply.queued, byReaders: true };
         }
-        const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
+        const validUntil = this.timing.validUntil(startedAt, ttl);
         if (validUntil <= performance.now()) {
           // The answer came too late for the lease (a stalled event loop, a slow network): it may already
           // have expired and been granted again. Never hand it out.
@@ -87,11 +85,11 @@ export class RedisLockStore implements LockStore {
   }
 
   async extend(request: AcquireRequest): Promise<number | null> {
-    const ttl = Math.max(1, Math.round(request.ttl));
+    const ttl = leaseTtl(request.ttl);
     const startedAt = performance.now();
     try {
-      const extended = await this.node.extend(request.keys, request.token, ttl, this.timeout(ttl), request.shape);
-      const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
+      const extended = await this.node.extend(request, this.timeout(ttl));
+      const validUntil = this.timing.validUntil(startedAt, ttl);
       // A renewal answered after its own validity ended proves nothing about now: the lease is lost.
       return extended && validUntil > performance.now() ? validUntil : null;
     } catch (error) {
@@ -108,7 +106,7 @@ export class RedisLockStore implements LockStore {
     }
     let released: Promise<number>;
     try {
-      released = this.node.release(keys, token, this.timeout(undefined), holdFor, shape, this.hub.watched(keys));
+      released = this.node.release({ keys, token, holdFor, shape, announce: this.hub.watched(keys) }, this.timeout(undefined));
     } catch (error) {
       // Refused before sending (the store closed).
       throw this.unavailable(error, keys, 'release');
@@ -135,10 +133,10 @@ export class RedisLockStore implements LockStore {
    * nothing was handed over, when the answer came too late to vouch for the lease, or on an error, and
    * the waiter then attempts itself. A hand-over answered too late, or maybe run unanswered, is taken back
    * first, like such an acquire: the waiter may leave without attempting (cancelled, or shutdown began),
-   * and the key would stay locked for nobody (review D1). The take-back goes out before the waiter's attempt.
+   * and the key would stay locked for nobody. The take-back goes out before the waiter's attempt.
    */
   private async handOver(key: LockKeyNames, token: string, claim: HandoverClaim): Promise<boolean> {
-    const ttl = Math.max(1, Math.round(claim.ttl));
+    const ttl = leaseTtl(claim.ttl);
     const startedAt = performance.now();
     const timeout = this.timeout(ttl);
     let settled = false;
@@ -150,7 +148,7 @@ export class RedisLockStore implements LockStore {
       // may listen through another node (PUBSUB NUMSUB counts one node's subscribers).
       // (-1: PUBSUB refused, e.g. by an ACL: not known, so the budget stays.)
       if (reply.subscribers >= 0 && reply.subscribers <= 1 && !this.node.isCluster) this.hub.nobodyElseWaits(key.channel);
-      const validUntil = startedAt + ttl - clockDrift(ttl, this.options.driftFactor);
+      const validUntil = this.timing.validUntil(startedAt, ttl);
       if (validUntil > performance.now()) {
         settled = true;
         claim.grant({ acquired: true, fences: [reply.fence], validUntil });
@@ -168,7 +166,7 @@ export class RedisLockStore implements LockStore {
 
   async withdraw(key: LockKeyNames, token: string, announce: boolean): Promise<void> {
     try {
-      await this.node.withdraw(key, token, announce, this.timeout(undefined));
+      await this.node.withdraw(key, token, this.timeout(undefined), { announce });
     } catch (error) {
       throw this.unavailable(error, [key], 'withdraw');
     }
@@ -180,14 +178,6 @@ export class RedisLockStore implements LockStore {
     } catch (error) {
       throw this.unavailable(error, [key], 'isLocked');
     }
-  }
-
-  watch(keys: readonly LockKeyNames[]): ReleaseWatch {
-    return this.hub.watch(keys);
-  }
-
-  hasWaiters(keys: readonly LockKeyNames[]): boolean {
-    return this.hub.hasSleepers(keys);
   }
 
   async ping(): Promise<void> {
@@ -216,14 +206,10 @@ export class RedisLockStore implements LockStore {
   }
 
   async health(): Promise<StoreHealth> {
-    const startedAt = performance.now();
-    try {
-      await this.node.ping(this.timeout(undefined));
-      return { up: true, latencyMs: roundMs(performance.now() - startedAt) };
-    } catch (error) {
-      const unavailable = this.unavailable(error, [], 'ping');
-      return { up: false, message: unavailable.message, error: unavailable };
-    }
+    const pinged = await probe(() => this.node.ping(this.timeout(undefined)));
+    if (pinged.ok) return { up: true, latencyMs: pinged.latencyMs };
+    const unavailable = this.unavailable(pinged.error, [], 'ping');
+    return { up: false, message: unavailable.message, error: unavailable };
   }
 
   async close(): Promise<void> {
@@ -231,17 +217,10 @@ export class RedisLockStore implements LockStore {
     await this.node.close();
   }
 
-  private timeout(ttl: number | undefined): number {
-    return this.options.commandTimeout ?? commandTimeoutFor(ttl);
-  }
-
-  private unavailable(error: unknown, keys: readonly LockKeyNames[], operation: string): Error {
+  /** A lock error as it is (the caller's mistake, a verdict of the store's); anything else as LockUnavailableError. */
+  private unavailable(error: unknown, keys: readonly LockKeyNames[], operation: string): LockError {
     if (error instanceof LockError) return error;
-    return new LockUnavailableError(
-      keys.map((key) => key.name),
-      `${operation} failed on Redis (${this.node.describeFailure(error)})`,
-      { cause: error },
-    );
+    return storeUnavailable(keys, operation, `Redis (${this.node.describeFailure(error)})`, { cause: error });
   }
 }
 

@@ -1,3 +1,4 @@
+// Finds two Redlock nodes that reach one Redis server, which would count one server's vote twice.
 import { Logger } from '@nestjs/common';
 import { LockOptionsError } from '../../errors';
 import type { RedlockNode } from '../../options/lock-options.interface';

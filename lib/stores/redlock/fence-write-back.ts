@@ -1,3 +1,4 @@
+// Redlock's fence write-back: a grant's fences strictly above every earlier grant's, whichever quorum made them.
 import { InvalidLockKeyError } from '../../errors';
 import type { LockKeyNames, LockShape } from '../lock-store.interface';
 import type { RedisLockNode } from '../redis/redis-lock-node';

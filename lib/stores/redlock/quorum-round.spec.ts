@@ -1,3 +1,4 @@
+// Spec: a quorum round decides as soon as its rule can, and the quorum sizes of mutexes and semaphores.
 import { QuorumRound, quorumOf, semaphoreQuorumOf } from './quorum-round';
 
 /** A promise settled from outside: one per node, so a test decides when each node answers. */

@@ -1,3 +1,4 @@
+// One command sent to every Redlock node at once, decided as soon as enough of them answered; the quorum sizes.
 /** The majority of `nodeCount` nodes: any two quorums share at least one node. */
 export function quorumOf(nodeCount: number): number {
   return Math.floor(nodeCount / 2) + 1;

@@ -1,73 +1,13 @@
-import type { AcquireGrant, HandoverOffer, LockKeyNames, ReleaseWatch } from '../lock-store.interface';
+// Turns release announcements into wake-ups: one subscription per key and process, one waiter woken per release.
+import type { LockKeyNames, ReleaseWatch } from '../lock-store.interface';
+import { HubWatch } from './hub-watch';
+import { type ChannelState, type HandoverClaim, recentRelease } from './release-channel';
 
 /** How a store learns of releases: subscribe to a channel, stop listening to it. */
 export interface ReleaseTransport {
   /** Resolves once messages published on the channel from now on will be delivered to `hub.announce`. */
   subscribe(channel: string): Promise<void>;
   unsubscribe(channel: string): Promise<void>;
-}
-
-/**
- * A waiter a release of this process has claimed for a direct hand-over (see ReleaseHub.claim). The store
- * must settle it exactly once: `grant` when the lock went to `token`, `decline` otherwise (the waiter then
- * attempts itself; a hand-over the store could not vouch for is taken back first).
- */
-export interface HandoverClaim {
-  /** The waiter's lease value. */
-  readonly token: string;
-  /** The waiter's lease length (ms). */
-  readonly ttl: number;
-  grant(outcome: AcquireGrant): void;
-  decline(): void;
-}
-
-interface Sleeper {
-  wake(): void;
-  /**
-   * Set when the waiter takes a direct hand-over (it made a HandoverOffer): if it still accepts one, takes
-   * it off its timer and signal, for a hand-over the store will settle; undefined when it no longer does.
-   */
-  readonly claim: (() => HandoverClaim | undefined) | undefined;
-  /** How many channels the sleeper waits on: a multi-key waiter may still be blocked by another key. */
-  readonly span: number;
-  /** Woken before the others: a writer queued behind readers (new readers wait behind it anyway). */
-  readonly first: boolean;
-  /**
-   * Grants whose release was already counted but which refused this waiter's last attempt (see
-   * HubWatch.next): nodes still applying that release. Another node's announcement of it, a repeat that is
-   * not counted, wakes this waiter.
-   */
-  readonly blockedBy: readonly string[] | undefined;
-}
-
-/** A release counted lately on a channel (see ChannelState.recent). */
-interface RecentRelease {
-  readonly token: string;
-  /** The value `releases` took when it was counted (see HubWatch.releasedSince). */
-  readonly counted: number;
-  /** The value `heard` took at its latest announcement, a repeat or not. */
-  heard: number;
-}
-
-interface ChannelState {
-  /** Releases announced on this channel so far. */
-  releases: number;
-  /** Announcements heard on this channel so far, repeats of a counted release included. */
-  heard: number;
-  /**
-   * The releases counted lately, oldest first: one release reaches the hub several times (the local
-   * hand-over, then its PUBLISH; on Redlock one PUBLISH per node), possibly after later releases, and must
-   * be counted once. A window, not just the last token: with a hot key, other releases come between a
-   * hand-over and its own PUBLISH.
-   */
-  readonly recent: RecentRelease[];
-  watchers: number;
-  /** Waiters asleep on this channel, in arrival order: a release wakes the first one only. */
-  readonly sleepers: Sleeper[];
-  subscribed: Promise<void> | undefined;
-  lingerTimer: NodeJS.Timeout | undefined;
-  /** Releases in a row handed straight to a waiter of this process (see handOver). */
-  localStreak: number;
 }
 
 /**
@@ -79,13 +19,6 @@ const MAX_LOCAL_HANDOVERS = 3;
 
 /** How many recent release tokens a channel remembers to count each release once. */
 const RECENT_TOKENS = 64;
-
-/** The release of `token` if the channel's window still holds it. */
-function recentRelease(state: ChannelState, token: string): RecentRelease | undefined {
-  for (const release of state.recent) if (release.token === token) return release;
-  return undefined;
-}
-
 /**
  * Turns release announcements into wake-ups, so waiters sleep instead of polling. Waiters of one process
  * share one subscription per key, and a release wakes only the longest-waiting one: the others would only
@@ -280,137 +213,5 @@ export class ReleaseHub {
     }
     state.watchers++;
     return state;
-  }
-}
-
-class HubWatch implements ReleaseWatch {
-  private closed = false;
-  /** Woken by a release and not yet gone back to attempt. */
-  private unusedWake = false;
-  /** The announcements heard on the (single) watched key when `seen` was last read (see releasedSince). */
-  private heardMark = 0;
-
-  constructor(
-    private readonly hub: ReleaseHub,
-    private readonly states: ChannelState[],
-    private readonly channels: string[],
-  ) {}
-
-  get seen(): number {
-    this.unusedWake = false;
-    this.heardMark = this.states[0]?.heard ?? 0;
-    let total = 0;
-    for (const state of this.states) total += state.releases;
-    return total;
-  }
-
-  releasedSince(mark: number, refusedBy: readonly string[] | undefined): boolean {
-    let total = 0;
-    for (const state of this.states) total += state.releases;
-    if (!refusedBy || this.states.length !== 1) return total !== mark;
-    const state = this.states[0];
-    let named = 0;
-    for (let i = state.recent.length - 1; i >= 0 && state.recent[i].counted > mark; i--) {
-      if (refusedBy.includes(state.recent[i].token)) return true;
-      named++;
-    }
-    // Releases without a token, or more than the window remembers: they may have been of a refusing grant.
-    if (named < total - mark) return true;
-    // A refusing grant whose release was counted before the attempt, announced again since by another node
-    // (a repeat, not counted): that node had not applied the release when the attempt reached it, and has now.
-    return refusedBy.some((token) => (recentRelease(state, token)?.heard ?? 0) > this.heardMark);
-  }
-
-  async ready(): Promise<void> {
-    await Promise.all(this.states.map((state, index) => this.hub.ready(this.channels[index], state)));
-  }
-
-  next(
-    timeoutMs: number,
-    signal?: AbortSignal,
-    first = false,
-    offer?: HandoverOffer,
-    refusedBy?: readonly string[],
-  ): Promise<AcquireGrant | undefined> {
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    const blockedBy = this.releasedAlready(refusedBy);
-    return new Promise<AcquireGrant | undefined>((resolve, reject) => {
-      const sleeper: Sleeper = {
-        span: this.states.length,
-        first,
-        blockedBy,
-        wake: () => {
-          this.unusedWake = true;
-          finish();
-        },
-        claim:
-          offer &&
-          ((): HandoverClaim | undefined => {
-            if (!offer.accepts()) return undefined;
-            // Committed to the hand-over: its answer, not the timer or the signal, ends this sleep (the
-            // service releases a grant that came after the signal aborted).
-            disarm();
-            offer.claimed();
-            return {
-              token: offer.token,
-              ttl: offer.ttl,
-              grant: (outcome) => resolve(outcome),
-              decline: () => {
-                offer.declined();
-                this.unusedWake = true;
-                resolve(undefined);
-              },
-            };
-          }),
-      };
-      const onAbort = (): void => finish(signal?.reason);
-      const timer = setTimeout(() => finish(), Math.max(0, timeoutMs));
-      const disarm = (): void => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        for (const state of this.states) {
-          const index = state.sleepers.indexOf(sleeper);
-          if (index >= 0) state.sleepers.splice(index, 1);
-        }
-      };
-      const finish = (error?: unknown): void => {
-        disarm();
-        if (error === undefined) resolve(undefined);
-        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the abort reason, as is
-        else reject(error);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      for (const state of this.states) {
-        // A writer queued behind readers goes ahead of the readers (and of other writers not yet queued):
-        // every reader's release must reach it, or the last one may wake a reader that is refused anyway.
-        const at = first ? state.sleepers.findIndex((other) => !other.first) : -1;
-        if (at >= 0) state.sleepers.splice(at, 0, sleeper);
-        else state.sleepers.push(sleeper);
-      }
-    });
-  }
-
-  /**
-   * Of the grants that refused the last attempt, those whose release this watch has already counted (the
-   * refusing nodes had not applied it yet), or undefined: only those make a repeat announcement wake the
-   * waiter. A grant not released yet wakes it with its first announcement as usual, and its repeats (one per
-   * node) must not wake more waiters, who would only attempt in step.
-   */
-  private releasedAlready(refusedBy: readonly string[] | undefined): readonly string[] | undefined {
-    if (!refusedBy || this.states.length !== 1) return undefined;
-    const state = this.states[0];
-    const released = refusedBy.filter((token) => recentRelease(state, token) !== undefined);
-    return released.length > 0 ? released : undefined;
-  }
-
-  close(acquired = true, passOn = false): void {
-    if (this.closed) return;
-    this.closed = true;
-    // A waiter that leaves without the lock (its wait ran out, it was cancelled, it failed) passes its turn
-    // on: a waiter queued behind it may have slept without a timer of its own for the holder's lease end
-    // (a newcomer queues behind the sleepers without an attempt), and must look again now. So does one that
-    // got in and left room for more (readers after a writer, several permits freed at once).
-    if (this.unusedWake || !acquired || passOn) for (const state of this.states) this.hub.wakeNext(state);
-    this.states.forEach((state, index) => this.hub.closeChannel(this.channels[index], state));
   }
 }

@@ -1,10 +1,6 @@
-/** Raised by withTimeout; the store maps it to LockUnavailableError. */
-export class CommandTimeoutError extends Error {
-  constructor(readonly timeoutMs: number) {
-    super(`no answer within ${timeoutMs} ms`);
-    this.name = 'CommandTimeoutError';
-  }
-}
+// Command deadlines: one timer per 16 ms bucket of deadlines, not one per command.
+import { CommandTimeoutError } from '../../errors/command-timeout.error';
+import { MAX_TIMER_DELAY_MS } from '../../util/timers';
 
 /**
  * Deadlines are grouped in buckets of this many ms, with one timer per bucket instead of one per command:
@@ -20,16 +16,12 @@ export interface Expirable {
   deadlineSlot?: number;
 }
 
-/** The longest delay setTimeout honours; Node fires a longer one after 1 ms (and warns). */
-const MAX_TIMER_DELAY_MS = 2_147_483_647;
-
 /**
  * The commands whose deadlines fall in one BUCKET_MS window. Each is added once (every sender arms one
  * deadline per command it sends) and kept in a slot of its own: an answered one is cleared from its slot, with
  * no hashing, and once every slot is cleared the next command starts again at the first, so the slots are
  * bounded by how many commands of the window are unanswered at once, not by how many were sent in it. A Set per
- * bucket, with an add and a delete per command, made ~0.9 KB of garbage per acquire + release at 64 callers
- * (its tables rehashed as it filled and emptied, the last of them kept for the bucket's life).
+ * bucket would rehash its tables as it filled and emptied, garbage on every command (see docs/performance.md).
  */
 export class DeadlineBucket {
   private readonly pending: (Expirable | undefined)[] = [];

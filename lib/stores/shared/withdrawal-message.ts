@@ -1,3 +1,4 @@
+// What a writer's withdrawn intent is announced with on the key's release channel.
 /**
  * What a writer's withdrawn intent is announced with on the key's release channel: not the writer's bare
  * token. The same token may already have been announced by a release of the writer's grant (a grant taken

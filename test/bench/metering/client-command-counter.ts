@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Command } from 'ioredis';
-import { ScriptCommand } from '../../../lib/stores/clients/ioredis-script-command';
+import { ScriptCommand } from '../../../lib/stores/clients/ioredis/script-command';
 import { scriptCallShas } from '../../support/script-calls';
 import { epochNow } from '../clock';
 import { isHarnessCommand } from './harness-commands';
@@ -69,7 +69,7 @@ export function installClientCommandCounter(): void {
     if (open !== undefined && port !== undefined && open.ports.has(port)) record(open, this);
     return original.call(this, socket);
   };
-  // This library's scripts write their own bytes without the base method (ioredis-script-command.ts), and
+  // This library's scripts write their own bytes without the base method (script-command.ts), and
   // decide between EVAL and EVALSHA as they write: counted after, by the name then set. Their first argument
   // is the script's SHA1 either way; a batch's calls are named in its arguments (see scriptCallShas).
   const scripts = ScriptCommand.prototype as unknown as { toWritable(this: Writable, socket: unknown): unknown };

@@ -18,7 +18,7 @@
 import Redis, { Command } from 'ioredis';
 import { startBenchServers } from '../bench-servers';
 import { rotated } from '../measure/rotated';
-import { ACQUIRE_SCRIPT, RELEASE_SCRIPT } from '../../../lib/stores/redis/lock-scripts';
+import { ACQUIRE_SCRIPT, RELEASE_SCRIPT } from '../../../lib/stores/redis/scripts';
 
 const COMPARE_AND_DELETE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`;
 

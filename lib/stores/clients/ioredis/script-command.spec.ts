@@ -1,6 +1,7 @@
+// Spec: a ScriptCommand's bytes are ioredis' own, EVAL on a socket's first use and EVALSHA after.
 import { Command } from 'ioredis';
-import { ScriptCommand, type ScriptsSent } from './ioredis-script-command';
-import { lockScript } from './lock-script';
+import { ScriptCommand, type ScriptsSent } from './script-command';
+import { lockScript } from '../lock-script';
 
 const SCRIPT = lockScript('specScript', 'return KEYS[1]');
 const OTHER = lockScript('specOther', 'return ARGV[1]');

@@ -1,10 +1,11 @@
+// The LockClient of node-redis (the `redis` package) v4 and v5, clients and clusters.
 import type { Logger } from '@nestjs/common';
-import type { LockClient, RedisArgument, ReplicatedReply } from './lock-client';
-import type { LockScript } from './lock-script';
-import { isClusterClient } from './client-shape';
-import { ClusterNodeLogs, ConnectionLog } from './connection-log';
-import { withTimeout } from '../shared/with-timeout';
-import { safeMessage } from '../../errors/safe-cause';
+import type { LockClient, LockClientOptions, RedisArgument, ReplicatedReply } from '../lock-client';
+import type { LockScript } from '../lock-script';
+import { isClusterClient } from '../client-shape';
+import { ClusterNodeLogs, ConnectionLog } from '../connection-log';
+import { withTimeout } from '../../shared/with-timeout';
+import { safeMessage } from '../../../errors/safe-cause';
 
 type MessageListener = (message: string, channel: string) => void;
 
@@ -72,7 +73,7 @@ export class NodeRedisLockClient implements LockClient {
    * is sent each script in full again rather than answered NOSCRIPT, whose resend would let the commands
    * queued behind it run first. Not airtight: node-redis chooses nothing at write time, and a command
    * built as EVALSHA in the tick the socket dropped, still unwritten, goes out first on the new connection
-   * (review of 3674664: a hand-over missed there, the waiter then retrying on its timer; never two holders).
+   * (a hand-over may then be missed, the waiter retrying on its timer; never two holders).
    */
   private readonly scriptsSent = new Set<string>();
   connectionError: string | undefined;
@@ -80,11 +81,16 @@ export class NodeRedisLockClient implements LockClient {
   private inFlight = 0;
   private idle: (() => void) | undefined;
 
+  private readonly label: string;
+  private readonly logger: Logger;
+
   constructor(
     private readonly connection: NodeRedisConnection,
-    private readonly label: string,
-    private readonly logger: Logger,
+    options: Pick<LockClientOptions, 'label' | 'logger'>,
   ) {
+    const { label, logger } = options;
+    this.label = label;
+    this.logger = logger;
     this.isCluster = isNodeRedisCluster(connection);
     // An 'error' event without a listener would be thrown; callers learn of failures from their commands.
     const log = new ConnectionLog(logger, label);
@@ -188,7 +194,7 @@ export class NodeRedisLockClient implements LockClient {
 
   duplicate(options: { readonly subscriber?: boolean } = {}): NodeRedisLockClient {
     const label = options.subscriber ? `${this.label} (subscriber)` : this.label;
-    return new NodeRedisLockClient(duplicateNodeRedis(this.connection), label, this.logger);
+    return new NodeRedisLockClient(duplicateNodeRedis(this.connection), { label, logger: this.logger });
   }
 
   close(): Promise<void> {

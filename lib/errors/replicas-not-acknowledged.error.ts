@@ -1,9 +1,9 @@
-import type { MinReplicas } from '../../options/lock-options.interface';
+import type { MinReplicas } from '../options/lock-options.interface';
 
 /**
  * A write of a lease that fewer replicas acknowledged than minReplicas asks for, within its timeout: a
  * failover now could lose it. Internal to the Redis stores, which report it as LockUnavailableError (this
- * error as its cause): a grant is undone, a renewal does not count.
+ * error as its cause): a grant is undone, a renewal does not count. Not exported from the errors' index.
  */
 export class ReplicasNotAcknowledgedError extends Error {
   constructor(

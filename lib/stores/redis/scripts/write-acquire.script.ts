@@ -1,5 +1,7 @@
-import { MARK_AWAITED } from './lock-scripts';
-import { PERMIT_HELPERS } from './permit-scripts';
+// A writer's acquisition on a key that readers may hold (the writer's side of a read-write lock).
+import { lockScript } from '../../clients/lock-script';
+import { MARK_AWAITED } from './mark-awaited.lua';
+import { PERMIT_HELPERS } from './permit-helpers.lua';
 
 /**
  * The writer's side of a read-write lock on Redis. A writer is a plain lock (`mode: 'write'` is the
@@ -78,14 +80,4 @@ end
 return {1, fence}
 `;
 
-/**
- * KEYS: writer-intent key. ARGV: token, announce (1 or 0), release channel, message (see withdrawalMessage).
- * Deletes the intent if it is still this token's; with announce (the writer gave up), the readers it kept
- * waiting are told on the key's channel, as by a release. Returns 1 when it deleted the intent.
- */
-export const WITHDRAW_SCRIPT = `
-if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
-if ARGV[2] == '1' then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
-return 1
-`;
+export const WRITE_ACQUIRE = lockScript('nestLockWriteAcquire', WRITE_ACQUIRE_SCRIPT);

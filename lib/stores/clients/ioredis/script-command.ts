@@ -1,6 +1,7 @@
+// One lock script as an ioredis command built directly, written as EVAL or EVALSHA per socket; used only where IoredisInternals finds ioredis' Command protocol.
 import { Command } from 'ioredis';
-import type { RedisArgument } from './lock-client';
-import type { LockScript } from './lock-script';
+import type { RedisArgument } from '../lock-client';
+import type { LockScript } from '../lock-script';
 
 /** Which scripts were sent in full (EVAL) on which socket: the server has them cached for that connection's life. */
 export interface ScriptsSent {
@@ -22,9 +23,8 @@ interface ScriptCallWire {
   evalsha: string | undefined;
   /**
    * The same as bytes, made on the second write: every further node's socket takes the same bytes without
-   * converting the text again (A/B: +5% acquisitions per second at 5 nodes), while a call written once (one
-   * Redis) goes out as text, which costs less than building bytes (A/B at 64 callers: −4% throughput and
-   * +15% client CPU when every call was built as bytes).
+   * converting the text again, while a call written once (one Redis) goes out as text, which costs less than
+   * building bytes (see docs/performance.md).
    */
   evalshaBytes: Buffer | undefined;
 }
@@ -32,8 +32,7 @@ interface ScriptCallWire {
 /**
  * The call encoded last. A Redlock round sends one script with the same keys and arguments to every node,
  * one node after the other in one synchronous loop (and so does its release): every command after the first
- * finds its arguments and its RESP bytes here instead of building them again. In-process A/B at 5 nodes and
- * 64 callers: 21-24% less client CPU per acquisition, 12-25% more acquisitions per second. Matched by value
+ * finds its arguments and its RESP bytes here instead of building them again (see docs/performance.md). Matched by value
  * against the strings it holds, never by array identity (a caller may change an array in place and send it
  * again), so a call never goes out with another's bytes; a miss (one Redis) costs a comparison or two.
  */
@@ -65,8 +64,8 @@ export class ScriptCommand extends Command {
     readonly timeoutMs: number,
   ) {
     // The arguments are set after the base constructor, already as strings: given to it, they would go
-    // through Array.prototype.flat (and a check per argument), measured at ~450 of the ~700 ns it takes
-    // to build one command; ours are flat strings and numbers by construction.
+    // through Array.prototype.flat (and a check per argument), most of what building one command costs;
+    // ours are flat strings and numbers by construction.
     super('evalsha', [], REPLY_AS_TEXT);
     this.wire = wireFor(script, keys, args);
     // Assigned here, with the other fields, so every command has the same shape before its bucket sets it.
@@ -94,8 +93,8 @@ export class ScriptCommand extends Command {
 /**
  * A command's `args`, as ioredis reads them: a copy of the call's strings per read. ioredis reads them only to
  * report a command (an error's `command.args`, debug logs, traces; never to write it), and what a reader does
- * with them must not reach what the memo matches and writes; a copy per call instead cost ~2 µs per command
- * at 64 callers (A/B). What the base constructor assigns is dropped. After an EVAL write, `name` says eval
+ * with them must not reach what the memo matches and writes; a copy per call would cost every command, read or
+ * not. What the base constructor assigns is dropped. After an EVAL write, `name` says eval
  * while args[0] is the SHA (shorter in logs and traces).
  */
 Object.defineProperty(ScriptCommand.prototype, 'args', {

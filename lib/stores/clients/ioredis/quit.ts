@@ -1,4 +1,5 @@
-import { withTimeout } from '../shared/with-timeout';
+// Closes an ioredis connection gracefully (QUIT), or drops it when the server does not answer in time.
+import { withTimeout } from '../../shared/with-timeout';
 
 /** How long a graceful QUIT may take before the connection is dropped. */
 const QUIT_TIMEOUT_MS = 1_000;

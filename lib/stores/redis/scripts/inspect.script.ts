@@ -1,14 +1,12 @@
-/**
- * The operator's scripts (LockService.inspect and forceRelease): kept apart from the lock scripts, since
- * no acquisition ever runs them. Both touch only one lock's keys, which share its hash tag (Cluster-safe).
- */
+// What holds a lock's key (LockService.inspect): an operator's script, never run by an acquisition.
+import { lockScript } from '../../clients/lock-script';
 
 /**
  * KEYS: lock key, fence key, permits record.
  * Returns {1, value, pttl, fence} when the lock key holds a lease ({0} when free, or when it holds data of
  * another type, which is not a lease). `fence` is the key's fence counter: the holder's own fence, since a
  * grant is the last thing that bumped it (0 when the counter is missing or foreign). A key held as permits
- * (see permit-scripts.ts) gives {2, record, value1, ttlLeft1, fence1, ...}: its holders whose lease has not
+ * (see PERMIT_ACQUIRE_SCRIPT and permit-helpers.lua.ts) gives {2, record, value1, ttlLeft1, fence1, ...}: its holders whose lease has not
  * expired, each with its own fence.
  */
 export const INSPECT_SCRIPT = `
@@ -35,23 +33,4 @@ end
 return reply
 `;
 
-/**
- * KEYS: lock key, permits record. ARGV: the key's release channel.
- * Deletes the lease whoever holds it and announces the release with the evicted value as payload, as a
- * release does (waiters wake; a Redlock waiter counts it once across nodes). The fence counter is left as it
- * is, so the next grant's fence is greater. Returns the evicted value, or false when there was no lease. A
- * key held as permits loses every holder, each announced: returns their values (a table).
- */
-export const FORCE_RELEASE_SCRIPT = `
-local value = redis.pcall('GET', KEYS[1])
-if type(value) == 'string' then
-  redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[1], value)
-  return value
-end
-if redis.call('TYPE', KEYS[1]).ok ~= 'zset' then return false end
-local holders = redis.call('ZRANGE', KEYS[1], 0, -1)
-redis.call('DEL', KEYS[1], KEYS[2])
-for i = 1, #holders do redis.call('PUBLISH', ARGV[1], holders[i]) end
-return holders
-`;
+export const INSPECT = lockScript('nestLockInspect', INSPECT_SCRIPT);

@@ -1,3 +1,4 @@
+// Whether a server takes batches of script calls (from its INFO), and what to do with a batch it refused.
 /** The fields of a server's INFO, as ioredis' ready check parses them. */
 export type ServerInfo = Readonly<Record<string, string | undefined>>;
 

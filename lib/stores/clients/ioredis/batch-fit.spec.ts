@@ -1,3 +1,4 @@
+// Spec: which servers take batches of script calls, and what a refused batch's calls do.
 import { batchRefusal, fitsBatches } from './batch-fit';
 
 describe('fitsBatches (from the ready check INFO)', () => {

@@ -1,6 +1,12 @@
+// What a lock's shape is on Redis: permits or not, its record, its kind for inspect, and the conflict of two.
 import { LockOptionsError } from '../../errors';
 import { describeShape, MUTEX_WANTED } from '../../lease/reentry';
 import type { LockShape } from '../lock-store.interface';
+
+/** Whether a shape is one holder among several (a semaphore's permit, a reader): the permit scripts. */
+export function isPermit(shape: LockShape | undefined): shape is Exclude<LockShape, { kind: 'mutex' }> {
+  return shape !== undefined && shape.kind !== 'mutex';
+}
 
 /**
  * A key held as one kind of lock and asked for as another (a mutex and a semaphore, two limits, a

@@ -1,0 +1,150 @@
+// Every use of ioredis internals, each checked once for the shape the adapter expects; without it, ioredis' public API.
+import Redis, { Command } from 'ioredis';
+import type { ServerInfo } from './batch-fit';
+import type { IoredisConnection, IoredisPipeline } from './ioredis-connection';
+
+/**
+ * Which of ioredis' internals a connection offers with the shape this adapter was written against (ioredis 5
+ * and 6; iovalkey shares the queue and the socket). Each is what makes a path faster; without it the adapter
+ * takes ioredis' public API for that path, slower and never broken:
+ * - `ownCommands`: commands this library builds (ScriptCommand, see script-command.ts) written by ioredis through
+ *   Command#toWritable(socket), on a `Redis` of the ioredis this library loads, and queued on its pipelines with
+ *   Pipeline#sendCommand. Without it: scripts through defineCommand (EVALSHA, EVAL on NOSCRIPT), the script +
+ *   WAIT pipeline by Pipeline#evalsha, and no batches of script calls.
+ * - `readyCheck`: Redis#_readyCheck(callback), INFO parsed before the connection is ready, whose answer says
+ *   whether the server takes batches. Without it: no batches.
+ * - `commandQueue`: Redis#commandQueue, the commands sent and not answered yet. Without it: the connection is
+ *   presumed busy (a tick's first command is corked with the rest).
+ * - `stream`: Redis#stream, the socket, corked to write a tick's commands at once. Without it: each command is
+ *   written as ioredis writes it.
+ */
+export interface InternalsFound {
+  readonly ownCommands: boolean;
+  readonly readyCheck: boolean;
+  readonly commandQueue: boolean;
+  readonly stream: boolean;
+}
+
+/** What a connection offers when none of the internals is there: ioredis' public API only. */
+export const PUBLIC_API_ONLY: InternalsFound = Object.freeze({ ownCommands: false, readyCheck: false, commandQueue: false, stream: false });
+
+/** A socket that can hold writes back (Node's Writable#cork and #uncork). */
+export interface Corkable {
+  cork(): void;
+  uncork(): void;
+}
+
+/** ioredis' ready check's callback: INFO's fields, parsed. */
+export type ReadyCheckCallback = (error: Error | null | undefined, info?: ServerInfo) => void;
+
+interface ReadyChecked {
+  _readyCheck?: (callback: ReadyCheckCallback) => void;
+}
+
+/** The ioredis internals of one connection, each used only when found (see InternalsFound). */
+export class IoredisInternals {
+  /**
+   * What `connection` offers, checked once when its adapter is made (the Command protocol once per process).
+   * The public-API fallback's spec replaces this to run that path against a real server.
+   */
+  static detect(connection: IoredisConnection): InternalsFound {
+    return {
+      ownCommands: connection instanceof Redis && commandProtocolFound(),
+      readyCheck: typeof (connection as ReadyChecked)._readyCheck === 'function',
+      commandQueue: typeof (connection as { commandQueue?: { length?: unknown } }).commandQueue?.length === 'number',
+      // A Cluster has no socket of its own (each node has one).
+      stream: connection.isCluster !== true,
+    };
+  }
+
+  readonly found: InternalsFound;
+  /** The socket last seen on the connection, and whether it can be corked (checked once per socket). */
+  private lastStream: unknown;
+  private lastCorkable: Corkable | undefined;
+
+  constructor(private readonly connection: IoredisConnection) {
+    this.found = IoredisInternals.detect(connection);
+  }
+
+  /** Whether commands this library builds (ScriptCommand) can be sent on this connection. */
+  get ownCommands(): boolean {
+    return this.found.ownCommands;
+  }
+
+  /**
+   * Has `read` see the INFO of ioredis' ready check on every connection and reconnection, before any command
+   * of ours is written, by wrapping the connection's own _readyCheck (ioredis checks again while the server
+   * loads its data, through this wrapper with the callback it was given). False when there is no ready check.
+   */
+  readServerInfo(read: ReadyCheckCallback): boolean {
+    if (!this.found.readyCheck) return false;
+    const connection = this.connection as IoredisConnection & ReadyChecked;
+    const readyCheck = connection._readyCheck as (callback: ReadyCheckCallback) => void;
+    const ours = new WeakSet<ReadyCheckCallback>();
+    connection._readyCheck = (callback) => {
+      if (ours.has(callback)) return readyCheck.call(connection, callback);
+      const reading: ReadyCheckCallback = (error, info) => {
+        try {
+          read(error, info);
+        } finally {
+          callback(error, info);
+        }
+      };
+      ours.add(reading);
+      return readyCheck.call(connection, reading);
+    };
+    return true;
+  }
+
+  /**
+   * No command on the connection was sent and is unanswered, or waits to be sent again after a reconnect
+   * (ioredis' queue of sent commands); a connection without one is presumed busy.
+   */
+  nothingInFlight(): boolean {
+    return this.found.commandQueue && (this.connection as unknown as { commandQueue: { readonly length: number } }).commandQueue.length === 0;
+  }
+
+  /** The connection's socket when it can be corked (absent before connecting, and on a Cluster). */
+  socket(): Corkable | undefined {
+    if (!this.found.stream) return undefined;
+    const stream = (this.connection as { stream?: unknown }).stream;
+    if (stream !== this.lastStream) {
+      this.lastStream = stream;
+      const candidate = stream as Partial<Corkable> | undefined;
+      this.lastCorkable = typeof candidate?.cork === 'function' && typeof candidate.uncork === 'function' ? (candidate as Corkable) : undefined;
+    }
+    return this.lastCorkable;
+  }
+
+  /**
+   * Queues a command this library builds (`command()`) on a pipeline (Pipeline#sendCommand, in ioredis 5 and 6 alike, but not
+   * in their typings of a pipeline), to be written to the socket the pipeline goes out on. False, queueing
+   * nothing, when the connection takes no such commands or the pipeline has no sendCommand.
+   */
+  queueOnPipeline(pipeline: IoredisPipeline, command: () => Command): boolean {
+    if (!this.found.ownCommands || !pipelineSendsCommands(pipeline)) return false;
+    (pipeline as unknown as { sendCommand(queued: Command): unknown }).sendCommand(command());
+    return true;
+  }
+}
+
+let commandProtocol: boolean | undefined;
+
+/** ioredis writes a command by asking it for its bytes for the socket: Command#toWritable(socket). */
+function commandProtocolFound(): boolean {
+  commandProtocol ??= typeof Command === 'function' && typeof Command.prototype.toWritable === 'function' && Command.prototype.toWritable.length >= 1;
+  return commandProtocol;
+}
+
+/** Per pipeline class: whether it has sendCommand. */
+const pipelineClasses = new WeakMap<object, boolean>();
+
+function pipelineSendsCommands(pipeline: IoredisPipeline): boolean {
+  const type = Object.getPrototypeOf(pipeline) as object;
+  let sends = pipelineClasses.get(type);
+  if (sends === undefined) {
+    sends = typeof (pipeline as { sendCommand?: unknown }).sendCommand === 'function';
+    pipelineClasses.set(type, sends);
+  }
+  return sends;
+}
