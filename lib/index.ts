@@ -6,8 +6,8 @@ export { LOCK_DEFAULTS } from './options/module-options.resolver';
 export { LockModule } from './lock.module';
 export { LockService } from './lock.service';
 export * from './decorators';
-export { LockInterceptor } from './lock.interceptor';
-export { LockErrorFilter } from './lock-error.filter';
+export { LockInterceptor } from './interceptors/lock.interceptor';
+export { LockErrorFilter } from './interceptors/lock-error.filter';
 export type { LockedKey, LockKeyFunction } from './keys/key-template';
 export { normalizeKeys } from './keys/lock-key.validator';
 export type {

@@ -2,7 +2,7 @@ import { SetMetadata, UseInterceptors } from '@nestjs/common';
 import { LockOptionsError } from '../errors';
 import type { LockedKey } from '../keys/key-template';
 import { LOCKED_METADATA } from '../lock.constants';
-import { LockInterceptor } from '../lock.interceptor';
+import { LockInterceptor } from '../interceptors/lock.interceptor';
 import type { LockedOptions } from '../options/lock-options.interface';
 import { createLockedMethod } from './locked-method';
 import { type LockedMetadata, createLockedMetadata } from './locked-metadata';

@@ -7,12 +7,12 @@
 import { LockLostError, LockNotAcquiredError, LockOptionsError, LockUnavailableError } from '../errors';
 import { SHUTTING_DOWN } from '../errors/unavailable-details';
 import { type LockKeyNamer, normalizeKeys } from '../keys';
-import { HeldLock } from '../lease/held-lock';
-import type { InFlight } from '../lease/in-flight';
-import { Lease, type LeaseHost } from '../lease/lease';
-import { checkReentry } from '../lease/reentry';
-import { randomToken } from '../lease/token';
-import type { LockContext } from '../lock-context';
+import { HeldLock } from './lease/held-lock';
+import type { InFlight } from './lease/in-flight';
+import { Lease, type LeaseHost } from './lease/lease';
+import { checkReentry } from './lease/reentry';
+import { randomToken } from './lease/token';
+import type { LockContext } from './lock-context';
 import type { AcquireOptions, ResolvedLockOptions } from '../options/lock-options.interface';
 import { resolveCallSettings } from '../options/call-settings';
 import { leaseValue } from '../observability/lease-owner';

@@ -2,7 +2,7 @@
  * One acquisition call while the engine works on it (acquisition.ts): what it asks for, what its observer
  * needs, and the hand-over it offers releases of this process while it sleeps.
  */
-import type { InFlight } from '../lease/in-flight';
+import type { InFlight } from './lease/in-flight';
 import type { CallSettings } from '../options/call-settings';
 import type { OtelSpan } from '../observability/otel-api';
 import type { HandoverOffer, LockKeyNames } from '../stores/lock-store.interface';

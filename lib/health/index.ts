@@ -1,2 +1,2 @@
 export * from './lock-health.indicator';
-export type { NodeHealth, StoreHealth } from './store-health';
+export type { NodeHealth, StoreHealth } from '../stores/store-health';

@@ -1,5 +1,5 @@
 import { LockHealthIndicator } from './lock-health.indicator';
-import type { StoreHealth, StoreHealthSource } from './store-health';
+import type { StoreHealth, StoreHealthSource } from '../stores/store-health';
 
 /** A store whose health is whatever the test says: the indicator's own logic, without Redis. */
 function source(kind: string, health: () => Promise<StoreHealth>): StoreHealthSource {

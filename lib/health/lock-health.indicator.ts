@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { LOCK_STORE } from '../lock.constants';
-import type { NodeHealth, StoreHealthSource } from './store-health';
+import type { NodeHealth, StoreHealthSource } from '../stores/store-health';
 import { safeMessage } from '../errors/safe-cause';
 
 /** The details of one lock store's health, as Terminus shows them under the check's key. */

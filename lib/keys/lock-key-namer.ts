@@ -1,4 +1,4 @@
-import type { LockKeyNames } from '../stores/lock-store.interface';
+import type { LockKeyNames } from './lock-key-names';
 
 /**
  * Derives the Redis names of a lock from its key. The key is wrapped in a hash tag, `prefix{key}`, and the

@@ -4,7 +4,7 @@ import { LockNotAcquiredError, LockUnavailableError } from '../errors';
 import type { LockEvent } from './lock-event';
 import { LockObserver } from './lock-observer';
 import { LOCK_METRICS, LOCK_WAIT_SPAN } from './lock-telemetry';
-import { loadOptionalPeer } from './optional-peer';
+import { loadOptionalPeer } from '../util/optional-peer';
 
 describe('LockObserver', () => {
   describe('events', () => {

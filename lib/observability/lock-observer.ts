@@ -4,7 +4,7 @@ import { LockNotAcquiredError, LockUnavailableError } from '../errors';
 import type { LockEvent } from './lock-event';
 import { LockEventStream } from './lock-event-stream';
 import { type AcquireOutcomeName, LockTelemetry } from './lock-telemetry';
-import { loadOptionalPeer, type OptionalPeer } from './optional-peer';
+import { loadOptionalPeer, type OptionalPeer } from '../util/optional-peer';
 import type { OtelApi, OtelSpan } from './otel-api';
 import { safeMessage } from '../errors/safe-cause';
 

@@ -3,7 +3,7 @@
  * validated where they are given and merged over the module's resolved options.
  */
 import { LockOptionsError } from '../errors';
-import type { LockShape } from '../stores/lock-store.interface';
+import type { LockShape } from './lock-shape';
 import type { AcquireOptions, ResolvedLockOptions } from './lock-options.interface';
 import { flag, holdBounds, holdTime, leaseLength, nonNegative, printableName, replicaBudget } from './validators';
 

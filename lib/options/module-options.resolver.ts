@@ -4,7 +4,7 @@
  */
 import { hostname } from 'node:os';
 import { LockOptionsError } from '../errors';
-import { isClusterClient, isLendableClient, isNodeRedisClient } from '../stores/clients/client-shape';
+import { isClusterClient, isLendableClient, isNodeRedisClient } from './client-shape';
 import type { LockModuleOptions, MinReplicas, RedlockNode, ResolvedLockOptions, StartupCheck } from './lock-options.interface';
 import { flag, holdBounds, holdTime, leaseLength, nonNegative, printableName, replicaBudget } from './validators';
 

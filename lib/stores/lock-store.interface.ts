@@ -1,46 +1,15 @@
-import type { StoreHealth } from '../health/store-health';
+import type { LockKeyNames } from '../keys/lock-key-names';
+import type { LockShape } from '../options/lock-shape';
+import type { StoreHealth } from './store-health';
 
 /**
  * The one seam between the lock engine and where leases live. LockService, @Locked, renewal, reentrancy
  * and waiting are written against this interface only; memory, one Redis and Redlock implement it.
  */
 
-/** The store-level names of one lock, derived once from its key and the prefix. */
-export interface LockKeyNames {
-  /** The key as the user gave it. */
-  readonly name: string;
-  /** Where the lease lives (`SET NX PX`). */
-  readonly lockKey: string;
-  /** The fencing counter of this key; never expires. Shares lockKey's hash slot. */
-  readonly fenceKey: string;
-  /** The channel a release of this key is announced on. */
-  readonly channel: string;
-  /**
-   * Beside a semaphore's or readers' set at lockKey: what the key is (`#kind`: `semaphore:<limit>` or
-   * `read`) and each holder's fence. Shares lockKey's hash slot.
-   */
-  readonly permitsKey: string;
-  /** A writer waiting behind readers records its token here, so that new readers queue behind it. Same slot. */
-  readonly writerKey: string;
-  /**
-   * Set (with an expiry) when an attempt was refused by a lease at lockKey: the release of that lease is then
-   * announced on `channel`, which a release nobody waits for skips. Shares lockKey's hash slot.
-   */
-  readonly awaitedKey: string;
-}
+export type { LockKeyNames } from '../keys/lock-key-names';
 
-/**
- * What an acquisition asks to hold (AcquireOptions `limit` / `mode`). A mutex is also the writer of a
- * read-write lock (`mode: 'write'` is the default); a permit of a semaphore and a reader are "permits":
- * one of several holders of the key, each with its own token, expiry and fence.
- */
-export type LockShape =
-  | { readonly kind: 'mutex' }
-  | { readonly kind: 'semaphore'; readonly limit: number }
-  | { readonly kind: 'read' };
-
-/** The shape of a call without `limit` or `mode`. */
-export const MUTEX: LockShape = Object.freeze({ kind: 'mutex' });
+export { MUTEX, type LockShape } from '../options/lock-shape';
 
 export interface AcquireRequest {
   readonly keys: readonly LockKeyNames[];

@@ -1,4 +1,4 @@
-import { asyncDispose } from '../lease/held-lock';
+import { asyncDispose } from '../engine/lease/held-lock';
 import type { AcquireGrant, AcquireRequest, LockStore } from '../stores/lock-store.interface';
 import type { HeldElsewhere } from './lock-testing.interface';
 

@@ -3,7 +3,7 @@ import { InvalidLockKeyError, LockOptionsError } from '../errors';
 import { formatKeys } from '../errors/format-keys';
 import { MADE_UNAVAILABLE } from '../errors/unavailable-details';
 import { LockKeyNamer, normalizeKeys } from '../keys';
-import { randomToken } from '../lease/token';
+import { randomToken } from '../engine/lease/token';
 import { LOCK_OPTIONS, LOCK_STORE } from '../lock.constants';
 import type { ResolvedLockOptions } from '../options/lock-options.interface';
 import { resolveCallSettings } from '../options/call-settings';

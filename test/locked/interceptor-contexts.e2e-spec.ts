@@ -5,7 +5,7 @@ import { WsException } from '@nestjs/websockets';
 import { firstValueFrom, lastValueFrom, of, defer } from 'rxjs';
 import { InvalidLockKeyError, LockService } from '../../lib';
 import { Locked } from '../../lib/decorators';
-import { LockInterceptor } from '../../lib/lock.interceptor';
+import { LockInterceptor } from '../../lib/interceptors/lock.interceptor';
 import { startRedis, type RedisProcess } from '../support/redis-server';
 import { startLockedApp, type LockedApp } from './helpers/locked-app';
 

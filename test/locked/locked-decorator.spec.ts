@@ -25,7 +25,7 @@ import {
 import { LOCKED_METADATA, LOCKED_WRAPPED, LockOptionsError } from '../../lib';
 import { Locked } from '../../lib/decorators';
 import type { LockedMetadata } from '../../lib/decorators/locked-metadata';
-import { LockInterceptor } from '../../lib/lock.interceptor';
+import { LockInterceptor } from '../../lib/interceptors/lock.interceptor';
 
 @Injectable()
 class SomeGuard implements CanActivate {

@@ -1,6 +1,6 @@
 import { LockUnavailableError } from '../../errors';
 import { STORE_CLOSED } from '../../errors/unavailable-details';
-import type { StoreHealth } from '../../health/store-health';
+import type { StoreHealth } from '../store-health';
 import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
 import { kindConflict, kindOf } from '../shared/lock-shapes';
 import { ReleaseHub } from '../shared/release-hub';

@@ -5,7 +5,7 @@ import type { MinReplicas } from '../../options/lock-options.interface';
 import type { LockClient, LockScript, RedisArgument } from '../clients';
 import type { LockKeyNames } from '../lock-store.interface';
 import type { TokenOrder } from '../redlock/token-order';
-import { withTimeout } from '../shared/with-timeout';
+import { withTimeout } from '../../util/with-timeout';
 import { scriptError } from './node-errors';
 
 /**

@@ -7,7 +7,7 @@ import type { AcquireRequest, LockKeyNames, LockShape } from '../lock-store.inte
 import type { TokenOrder } from '../redlock/token-order';
 import { isPermit } from '../shared/lock-shapes';
 import { leaseTtl } from '../shared/timing';
-import { withTimeout } from '../shared/with-timeout';
+import { withTimeout } from '../../util/with-timeout';
 import { withdrawalMessage } from '../shared/withdrawal-message';
 import { NodeAcquire, type PermitFenceStride } from './node-acquire';
 import { NodeConnection } from './node-connection';

@@ -2,7 +2,7 @@
 import { LockError, LockUnavailableError } from '../../errors';
 import { ReplicasNotAcknowledgedError } from '../../errors/replicas-not-acknowledged.error';
 import { StoreClosedError } from '../../errors/store-closed.error';
-import type { StoreHealth } from '../../health/store-health';
+import type { StoreHealth } from '../store-health';
 import type { RedisConnection } from '../../options/lock-options.interface';
 import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore } from '../lock-store.interface';
 import { probe } from '../shared/health-probe';

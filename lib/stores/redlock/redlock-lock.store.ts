@@ -1,5 +1,5 @@
 // The lock store over N independent Redis masters (Redlock): each LockStore operation as a quorum round over the nodes.
-import type { NodeHealth, StoreHealth } from '../../health/store-health';
+import type { NodeHealth, StoreHealth } from '../store-health';
 import type { RedlockNode } from '../../options/lock-options.interface';
 import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore } from '../lock-store.interface';
 import type { NodeHolder } from '../redis/node-replies';

@@ -1,7 +1,7 @@
 // A Redlock node's order of each token's commands: no undo, release or withdrawal overtaken by the token's own writer's second script.
 import { CommandTimeoutError } from '../../errors/command-timeout.error';
 import { noop } from '../../util/noop';
-import { type Expirable, expireAfter } from '../shared/with-timeout';
+import { type Expirable, expireAfter } from '../../util/with-timeout';
 
 /** An attempt's first script on a Redlock node, until it answers (see TokenOrder.inOrder and mustTakeBack). */
 export interface PlainAttempt {

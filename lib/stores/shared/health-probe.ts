@@ -1,5 +1,5 @@
 // How both Redis stores probe a node for health: a PING, timed, or the error it failed with.
-import { roundMs } from '../../health/store-health';
+import { roundMs } from '../store-health';
 
 /** A probe's outcome: the round trip when it answered, else its error. */
 export type ProbeResult = { readonly ok: true; readonly latencyMs: number } | { readonly ok: false; readonly error: unknown };

@@ -1,6 +1,6 @@
 // What a lock's shape is on Redis: permits or not, its record, its kind for inspect, and the conflict of two.
 import { LockOptionsError } from '../../errors';
-import { describeShape, MUTEX_WANTED } from '../../lease/reentry';
+import { describeShape, MUTEX_WANTED } from '../../options/lock-shape';
 import type { LockShape } from '../lock-store.interface';
 
 /** Whether a shape is one holder among several (a semaphore's permit, a reader): the permit scripts. */

@@ -1,6 +1,6 @@
 // The LockClient of ioredis 5 and 6, and of iovalkey, its API-identical fork.
 import { safeMessage } from '../../../errors/safe-cause';
-import { withTimeout } from '../../shared/with-timeout';
+import { withTimeout } from '../../../util/with-timeout';
 import { ClusterNodeLogs, ConnectionLog } from '../connection-log';
 import type { LockClient, LockClientOptions, RedisArgument, ReplicatedReply } from '../lock-client';
 import type { LockScript } from '../lock-script';

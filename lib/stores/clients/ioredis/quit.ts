@@ -1,5 +1,5 @@
 // Closes an ioredis connection gracefully (QUIT), or drops it when the server does not answer in time.
-import { withTimeout } from '../../shared/with-timeout';
+import { withTimeout } from '../../../util/with-timeout';
 
 /** How long a graceful QUIT may take before the connection is dropped. */
 const QUIT_TIMEOUT_MS = 1_000;

@@ -1,7 +1,7 @@
 // The batch script that runs many script calls in one EVALSHA, and a call waiting for its batch.
 import { type LockScript, registeredLockScripts, sha1 } from '../lock-script';
 import type { RedisArgument } from '../lock-client';
-import type { DeadlineBucket, Expirable } from '../../shared/with-timeout';
+import type { DeadlineBucket, Expirable } from '../../../util/with-timeout';
 
 /**
  * One script that runs many script calls in order, in one EVALSHA: every script lockScript() made is a

@@ -1,7 +1,7 @@
 // Sends this library's own script commands on an ioredis connection: in full on a socket's first use, by SHA after, once more on NOSCRIPT.
 import type { Command } from 'ioredis';
 import { CommandTimeoutError } from '../../../errors/command-timeout.error';
-import { expireAfter } from '../../shared/with-timeout';
+import { expireAfter } from '../../../util/with-timeout';
 import type { RedisArgument } from '../lock-client';
 import type { LockScript } from '../lock-script';
 import type { IoredisConnection, IoredisPipeline } from './ioredis-connection';

@@ -2,7 +2,7 @@
 import type { Logger } from '@nestjs/common';
 import { CommandTimeoutError } from '../../../errors/command-timeout.error';
 import { safeMessage } from '../../../errors/safe-cause';
-import { expireAfter } from '../../shared/with-timeout';
+import { expireAfter } from '../../../util/with-timeout';
 import type { RedisArgument } from '../lock-client';
 import type { LockScript } from '../lock-script';
 import { batchRefusal, fitsBatches } from './batch-fit';

@@ -2,9 +2,9 @@
 import type { Logger } from '@nestjs/common';
 import type { LockClient, LockClientOptions, RedisArgument, ReplicatedReply } from '../lock-client';
 import type { LockScript } from '../lock-script';
-import { isClusterClient } from '../client-shape';
+import { isClusterClient } from '../../../options/client-shape';
 import { ClusterNodeLogs, ConnectionLog } from '../connection-log';
-import { withTimeout } from '../../shared/with-timeout';
+import { withTimeout } from '../../../util/with-timeout';
 import { safeMessage } from '../../../errors/safe-cause';
 
 type MessageListener = (message: string, channel: string) => void;

@@ -1,9 +1,9 @@
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
 import type { Module } from '@nestjs/core/injector/module';
-import { describeStore } from './store-description';
-import { LOCK_OPTIONS } from './lock.constants';
-import type { ResolvedLockOptions } from './options/lock-options.interface';
+import { describeStore } from '../options/store-description';
+import { LOCK_OPTIONS } from '../lock.constants';
+import type { ResolvedLockOptions } from '../options/lock-options.interface';
 
 /** One configured LockModule of the application, as Nest's container holds it. */
 interface ConfiguredLockModule {

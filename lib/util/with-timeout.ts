@@ -1,6 +1,6 @@
 // Command deadlines: one timer per 16 ms bucket of deadlines, not one per command.
-import { CommandTimeoutError } from '../../errors/command-timeout.error';
-import { MAX_TIMER_DELAY_MS } from '../../util/timers';
+import { CommandTimeoutError } from '../errors/command-timeout.error';
+import { MAX_TIMER_DELAY_MS } from './timers';
 
 /**
  * Deadlines are grouped in buckets of this many ms, with one timer per bucket instead of one per command:

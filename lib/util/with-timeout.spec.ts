@@ -1,5 +1,5 @@
 // Spec: command deadlines in 16 ms buckets, each rejected once, none kept after its answer.
-import { CommandTimeoutError } from '../../errors/command-timeout.error';
+import { CommandTimeoutError } from '../errors/command-timeout.error';
 import { DeadlineBucket, expireAfter, withTimeout, type Expirable } from './with-timeout';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

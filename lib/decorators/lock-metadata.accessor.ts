@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { LockedMetadata } from './decorators/locked-metadata';
-import { LOCKED_METADATA } from './lock.constants';
+import type { LockedMetadata } from './locked-metadata';
+import { LOCKED_METADATA } from '../lock.constants';
 
 /** Metadata already given its default label (once per @Locked method, for the process). */
 const labelled = new WeakSet<LockedMetadata>();

@@ -1,5 +1,5 @@
-import { LockOptionsError } from '../errors';
-import type { LockShape } from '../stores/lock-store.interface';
+import { LockOptionsError } from '../../errors';
+import { describeShape, MUTEX_WANTED, type LockShape } from '../../options/lock-shape';
 
 /**
  * Whether a context that holds `key` as `held` may take it again as `wanted` by borrowing the lease it has
@@ -28,13 +28,4 @@ export function checkReentry(key: string, held: LockShape | undefined, wanted: L
   }
   if (wanted?.kind === 'read') throw new LockOptionsError('mode', 'read', `what this context already holds "${key}" as: ${describeShape(held)}`);
   throw new LockOptionsError('limit', undefined, `what this context already holds "${key}" as: ${describeShape(held)}`, MUTEX_WANTED);
-}
-
-/** How an options error names the `limit` of a call that gave none (a mutex): not "undefined", but what it asked for. */
-export const MUTEX_WANTED = 'not set (a mutex)';
-
-/** A shape in words, for error messages. */
-export function describeShape(shape: LockShape | undefined): string {
-  if (!shape || shape.kind === 'mutex') return 'a mutex (or the write lock of a read-write lock)';
-  return shape.kind === 'read' ? 'a read lock' : `a semaphore with limit ${shape.limit}`;
 }

@@ -1,7 +1,7 @@
 import * as nestCommon from '@nestjs/common';
 import { HttpException, type ArgumentsHost, type ExecutionContext, type Logger } from '@nestjs/common';
-import { InvalidLockKeyError, LockError, LockLostError, LockNotAcquiredError, LockUnavailableError, type LockErrorPayload } from './errors';
-import { LOCK_ERROR_ROWS, UNMAPPED_LOCK_ERROR_ROW, type LockErrorRow } from './errors/lock-error-table';
+import { InvalidLockKeyError, LockError, LockLostError, LockNotAcquiredError, LockUnavailableError, type LockErrorPayload } from '../errors';
+import { LOCK_ERROR_ROWS, UNMAPPED_LOCK_ERROR_ROW, type LockErrorRow } from '../errors/lock-error-table';
 
 /**
  * Where a lock error becomes what a client receives, per transport, from the errors' own table

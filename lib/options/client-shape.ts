@@ -1,6 +1,5 @@
 // Recognises the client objects users lend the module, by shape only.
-import type { IoredisConnection } from './ioredis/ioredis-connection';
-import type { NodeRedisConnection } from './node-redis/node-redis.lock-client';
+import type { IoredisLikeClient, NodeRedisLikeClient } from './lock-options.interface';
 
 /**
  * Recognises the client objects users lend the module, by shape only: never `instanceof` (a second copy
@@ -9,7 +8,7 @@ import type { NodeRedisConnection } from './node-redis/node-redis.lock-client';
  */
 
 /** ioredis 5/6 or iovalkey `Redis` / `Cluster`: the only clients with defineCommand. */
-export function isIoredisClient(value: unknown): value is IoredisConnection {
+export function isIoredisClient(value: unknown): value is IoredisLikeClient & Record<string, unknown> {
   return (
     isObject(value) &&
     typeof value.defineCommand === 'function' &&
@@ -22,7 +21,7 @@ export function isIoredisClient(value: unknown): value is IoredisConnection {
  * A node-redis (v4 or v5) client or cluster: connect() and an isOpen flag, sendCommand and duplicate.
  * node-redis' Sentinel and pool objects have no duplicate() and are not recognised.
  */
-export function isNodeRedisClient(value: unknown): value is NodeRedisConnection {
+export function isNodeRedisClient(value: unknown): value is NodeRedisLikeClient & Record<string, unknown> {
   return (
     isObject(value) &&
     typeof value.defineCommand !== 'function' &&
@@ -34,7 +33,7 @@ export function isNodeRedisClient(value: unknown): value is NodeRedisConnection 
 }
 
 /** Any client the module can borrow. */
-export function isLendableClient(value: unknown): value is IoredisConnection | NodeRedisConnection {
+export function isLendableClient(value: unknown): value is IoredisLikeClient | NodeRedisLikeClient {
   return isIoredisClient(value) || isNodeRedisClient(value);
 }
 

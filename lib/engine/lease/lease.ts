@@ -1,11 +1,11 @@
 import type { Logger } from '@nestjs/common';
-import { LockLostError, LockOptionsError } from '../errors';
-import { MIN_TTL_MS } from '../lock.constants';
-import type { Lock } from '../lock.interface';
-import type { LockKeyNames, LockShape, LockStore } from '../stores/lock-store.interface';
+import { LockLostError, LockOptionsError } from '../../errors';
+import { MIN_TTL_MS } from '../../lock.constants';
+import type { Lock } from '../../lock.interface';
+import type { LockKeyNames, LockShape, LockStore } from '../../stores/lock-store.interface';
 import { checkedOnRead } from './read-checked-signal';
 import type { RenewalScheduler, ScheduledTask } from './renewal-scheduler';
-import { safeMessage } from '../errors/safe-cause';
+import { safeMessage } from '../../errors/safe-cause';
 
 /** What a lease needs from the service that granted it. */
 export interface LeaseHost {

@@ -7,9 +7,9 @@ import {
   unregisterBootstrappingBinder,
   type LockedCallRunner,
   type LockedInstanceBinder,
-} from './decorators/locked-method';
-import type { LockedMetadata } from './decorators/locked-metadata';
-import { isRouteHandler } from './decorators/route-handler';
+} from '../decorators/locked-method';
+import type { LockedMetadata } from '../decorators/locked-metadata';
+import { isRouteHandler } from '../decorators/route-handler';
 import {
   argumentIndexProblem,
   declaredArity,
@@ -18,14 +18,14 @@ import {
   modulePathOf,
   paramsWithoutRouteProblem,
   routeParamsProblem,
-} from './discovery';
-import { LockNotAcquiredError, LockOptionsError } from './errors';
-import { LOCK_OPTIONS, LOCKED_WRAPPED } from './lock.constants';
-import { LockMetadataAccessor } from './lock-metadata.accessor';
-import type { ResolvedLockOptions } from './options/lock-options.interface';
-import { resolveCallSettings } from './options/call-settings';
-import { LockService } from './lock.service';
-import { RetryAfterEstimator } from './retry-after.estimator';
+} from '.';
+import { LockNotAcquiredError, LockOptionsError } from '../errors';
+import { LOCK_OPTIONS, LOCKED_WRAPPED } from '../lock.constants';
+import { LockMetadataAccessor } from '../decorators/lock-metadata.accessor';
+import type { ResolvedLockOptions } from '../options/lock-options.interface';
+import { resolveCallSettings } from '../options/call-settings';
+import { LockService } from '../lock.service';
+import { RetryAfterEstimator } from '../interceptors/retry-after.estimator';
 
 /**
  * Finds every @Locked method of the application at startup, checks it, and binds the provider instances

@@ -1,4 +1,4 @@
-import { LockNotAcquiredError } from './errors';
+import { LockNotAcquiredError } from '../errors';
 import { RetryAfterEstimator } from './retry-after.estimator';
 
 /** The estimator reads performance.now(): driven here by hand, so each figure is exact. */

@@ -1,8 +1,8 @@
 import { Inject, Injectable, Logger, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import { catchError, throwError, type Observable } from 'rxjs';
-import { LockError } from './errors';
-import { LOCK_OPTIONS } from './lock.constants';
-import type { ResolvedLockOptions } from './options/lock-options.interface';
+import { LockError } from '../errors';
+import { LOCK_OPTIONS } from '../lock.constants';
+import type { ResolvedLockOptions } from '../options/lock-options.interface';
 import { logLockError, setRetryAfter, toTransportError } from './lock-transport-errors';
 
 /**

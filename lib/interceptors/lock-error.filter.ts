@@ -1,7 +1,7 @@
 import { Catch, Injectable, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import { BaseExceptionFilter, HttpAdapterHost } from '@nestjs/core';
 import { throwError, type Observable } from 'rxjs';
-import type { LockError } from './errors';
+import type { LockError } from '../errors';
 import {
   MAPPED_LOCK_ERRORS,
   answerAcknowledgement,

@@ -1,6 +1,6 @@
-import { LockLostError } from '../errors/lock-lost.error';
-import { leaseLength } from '../options/validators';
-import type { Lock } from '../lock.interface';
+import { LockLostError } from '../../errors/lock-lost.error';
+import { leaseLength } from '../../options/validators';
+import type { Lock } from '../../lock.interface';
 import type { Lease } from './lease';
 import { checkedOnRead } from './read-checked-signal';
 

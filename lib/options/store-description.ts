@@ -1,5 +1,5 @@
-import { redactedUrl } from './errors/redacted-url';
-import type { ResolvedLockOptions } from './options/lock-options.interface';
+import { redactedUrl } from '../errors/redacted-url';
+import type { ResolvedLockOptions } from './lock-options.interface';
 
 /** The store a module's options configure, for a log line: its kind, address (never a password) and prefix. */
 export function describeStore(options: ResolvedLockOptions): string {

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { LockNotAcquiredError } from './errors';
+import { LockNotAcquiredError } from '../errors';
 
 /** How many recent holds of one key (or of one @Locked method) an estimate looks at. */
 const RECENT_HOLDS = 8;

@@ -1,14 +1,14 @@
 import { Injectable, Logger, type CallHandler, type ExecutionContext, type NestInterceptor, type OnModuleInit } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { Observable, catchError, throwError, type Subscription } from 'rxjs';
-import type { LockedMetadata } from './decorators/locked-metadata';
-import { LockNotAcquiredError, LockOptionsError } from './errors';
+import type { LockedMetadata } from '../decorators/locked-metadata';
+import { LockNotAcquiredError, LockOptionsError } from '../errors';
 import { ClientClosedRequestException, watchHttpClientGone } from './http-client-gone';
-import { LOCK_OPTIONS } from './lock.constants';
-import type { Lock, LockKeySource } from './lock.interface';
-import { LockMetadataAccessor } from './lock-metadata.accessor';
-import type { ResolvedLockOptions } from './options/lock-options.interface';
-import { LockService } from './lock.service';
+import { LOCK_OPTIONS } from '../lock.constants';
+import type { Lock, LockKeySource } from '../lock.interface';
+import { LockMetadataAccessor } from '../decorators/lock-metadata.accessor';
+import type { ResolvedLockOptions } from '../options/lock-options.interface';
+import { LockService } from '../lock.service';
 import { answerSkippedAcknowledgement, logLockError, toTransportError } from './lock-transport-errors';
 import { RetryAfterEstimator } from './retry-after.estimator';
 

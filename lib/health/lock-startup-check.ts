@@ -1,9 +1,9 @@
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
-import type { StoreHealthSource } from './health/store-health';
-import { LOCK_OPTIONS, LOCK_STORE } from './lock.constants';
-import type { ResolvedLockOptions } from './options/lock-options.interface';
-import { LockService } from './lock.service';
-import { describeStore } from './store-description';
+import type { StoreHealthSource } from '../stores/store-health';
+import { LOCK_OPTIONS, LOCK_STORE } from '../lock.constants';
+import type { ResolvedLockOptions } from '../options/lock-options.interface';
+import { LockService } from '../lock.service';
+import { describeStore } from '../options/store-description';
 
 /** The key the check inspects: a lock script on a key under the prefix, as every lock call runs one. */
 const PROBE_KEY = 'startup-check';
