@@ -27,12 +27,11 @@ import type {
   ReleaseWatch,
 } from '../stores/lock-store.interface';
 import { type Attempt, handoverOffer } from './attempt';
+import { MAX_TIMER_DELAY_MS } from '../util/timers';
 
 /** An attempt made with less than this left of the wait is the caller's last (see grantWaiting). */
 const LAST_ATTEMPT_MARGIN_MS = 2;
 
-/** Longest single sleep: Node's timers overflow past 2^31 - 1 ms. */
-const MAX_SLEEP_MS = 2_147_483_647;
 
 /** What the engine works with, all owned by the service that constructs it. */
 export interface AcquisitionOptions {
@@ -216,7 +215,7 @@ export class Acquisition {
         attempt.span = this.observer.waiting(settings.label, startedAt, keys.length);
         watch = await this.watchReleases(names, keys);
         offer = handoverOffer(attempt, ttl, this.closed, this.inFlight);
-        known = await watch.next(Math.min(deadline - performance.now(), settings.ttl, MAX_SLEEP_MS), signal, false, offer);
+        known = await watch.next(Math.min(deadline - performance.now(), settings.ttl, MAX_TIMER_DELAY_MS), signal, false, offer);
       }
       for (;;) {
         let outcome: AcquireOutcome;
@@ -281,7 +280,7 @@ export class Acquisition {
         offer ??= handoverOffer(attempt, ttl, this.closed, this.inFlight);
         // With refusedBy, a release of the refusing grant that reaches a lagging node only now wakes it too.
         known = await watch.next(
-          Math.min(deadline - now, fallback + jitter, MAX_SLEEP_MS),
+          Math.min(deadline - now, fallback + jitter, MAX_TIMER_DELAY_MS),
           signal,
           queued,
           queued ? undefined : offer,

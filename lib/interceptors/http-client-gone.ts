@@ -1,4 +1,5 @@
 import { HttpException, type ExecutionContext } from '@nestjs/common';
+import { noop } from '../util/noop';
 
 /** What this file uses of Node's response and request streams (and of a socket): a 'close' event, `destroyed`. */
 interface Closable {
@@ -130,7 +131,6 @@ function httpExchangeOf(context: ExecutionContext): { readonly request: unknown;
   return response === undefined && request === undefined ? undefined : { request, response };
 }
 
-function noop(): void {}
 
 /** Not among Nest's HttpStatus values; nginx's code for a client that closed the connection first. */
 const CLIENT_CLOSED_REQUEST = 499;

@@ -2,6 +2,7 @@ import * as nestCommon from '@nestjs/common';
 import { HttpException, type ArgumentsHost, type ExecutionContext, type Logger } from '@nestjs/common';
 import { InvalidLockKeyError, LockError, LockLostError, LockNotAcquiredError, LockUnavailableError, type LockErrorPayload } from '../errors';
 import { LOCK_ERROR_ROWS, UNMAPPED_LOCK_ERROR_ROW, type LockErrorRow } from '../errors/lock-error-table';
+import { loadOptionalPeer } from '../util/optional-peer';
 
 /**
  * Where a lock error becomes what a client receives, per transport, from the errors' own table
@@ -136,26 +137,15 @@ export function answerSkippedAcknowledgement(host: ArgumentsHost): void {
 type NestTransportException = new (error: string | object) => Error;
 
 /**
- * An export of an optional peer (@nestjs/microservices, @nestjs/websockets), loaded on first use only:
- * they are not dependencies of this library, and a handler of type rpc / ws implies its package is
- * installed. Loaded by `require`, which on NestJS 12 (ESM-only) is Node's require(esm) and yields the same
- * module instance the application imported, so Nest's `instanceof RpcException` checks hold.
+ * An export of an optional peer (@nestjs/microservices, @nestjs/websockets), loaded on first use only: they
+ * are not dependencies of this library, and a handler of type rpc / ws implies its package is installed. On
+ * NestJS 12 (ESM-only) the require is Node's require(esm), which yields the module instance the application
+ * imported, so Nest's `instanceof RpcException` checks hold.
  */
 function optionalExport<T>(packageName: string, exportName: string): T | undefined {
-  let loaded = optionalPackages.get(packageName);
-  if (loaded === undefined) {
-    try {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports -- optional package, see above
-      loaded = require(packageName) as Record<string, unknown>;
-    } catch {
-      loaded = null;
-    }
-    optionalPackages.set(packageName, loaded);
-  }
-  return (loaded?.[exportName] as T | undefined) ?? undefined;
+  const peer = loadOptionalPeer<Record<string, unknown>>(packageName);
+  return peer.loaded ? (peer.module[exportName] as T | undefined) : undefined;
 }
-
-const optionalPackages = new Map<string, Record<string, unknown> | null>();
 
 /** @EventPattern's value of 'microservices:handler_type' (PatternHandler.EVENT). */
 const EVENT_HANDLER = 2;

@@ -1,5 +1,4 @@
-/** The longest delay setTimeout honours. */
-const MAX_TIMER_DELAY_MS = 2_147_483_647;
+import { MAX_TIMER_DELAY_MS } from '../../util/timers';
 
 /** Something the scheduler calls back at a monotonic time. */
 export interface ScheduledTask {
