@@ -27,9 +27,6 @@ export default defineConfig(
   },
   {
     rules: {
-      // Turned on by the reformat commit (one `npm run format` once the open branches have merged);
-      // until then `npm run format:check` reports the formatting, and lint does not.
-      'prettier/prettier': 'off',
       // The public API has no `any`: an error everywhere (recommendedTypeChecked's default, stated; no file uses any).
       '@typescript-eslint/no-explicit-any': 'error',
       // Async without await is deliberate: Promise-returning interfaces (the memory store, test doubles,

@@ -1,7 +1,11 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { LockOptionsError } from './errors';
-import { ConfigurableLockModule, LOCK_MODULE_ASYNC_OPTIONS_TYPE, LOCK_MODULE_OPTIONS_TYPE } from './lock.module-definition';
+import {
+  ConfigurableLockModule,
+  LOCK_MODULE_ASYNC_OPTIONS_TYPE,
+  LOCK_MODULE_OPTIONS_TYPE,
+} from './lock.module-definition';
 import { LOCK_EXPORTS, LOCK_PROVIDERS } from './lock.providers';
 
 /**

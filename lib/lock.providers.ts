@@ -30,44 +30,52 @@ export const NOT_CONFIGURED = Symbol('LockModule imported without forRoot()');
 
 /** The providers of every LockModule; forRoot / forRootAsync add the options the builder makes. */
 export const LOCK_PROVIDERS: Provider[] = [
-    { provide: LOCK_MODULE_OPTIONS, useValue: NOT_CONFIGURED },
-    {
-      provide: LOCK_OPTIONS,
-      useFactory: (options: LockModuleOptions | undefined | typeof NOT_CONFIGURED) => {
-        if (options === NOT_CONFIGURED) {
-          throw new LockOptionsError(
-            'LockModule import',
-            'LockModule',
-            'LockModule.forRoot(options) or LockModule.forRootAsync({ … }), imported once; where LockService is needed ' +
-              'elsewhere, nothing more with isGlobal: true, else a module of yours with imports: [LockModule.forRoot(options)], ' +
-              'exports: [LockModule]',
-            'the LockModule class, without forRoot() or forRootAsync()',
-          );
-        }
-        return resolveLockOptions(options);
-      },
-      inject: [LOCK_MODULE_OPTIONS],
+  { provide: LOCK_MODULE_OPTIONS, useValue: NOT_CONFIGURED },
+  {
+    provide: LOCK_OPTIONS,
+    useFactory: (options: LockModuleOptions | undefined | typeof NOT_CONFIGURED) => {
+      if (options === NOT_CONFIGURED) {
+        throw new LockOptionsError(
+          'LockModule import',
+          'LockModule',
+          'LockModule.forRoot(options) or LockModule.forRootAsync({ … }), imported once; where LockService is needed ' +
+            'elsewhere, nothing more with isGlobal: true, else a module of yours with imports: [LockModule.forRoot(options)], ' +
+            'exports: [LockModule]',
+          'the LockModule class, without forRoot() or forRootAsync()',
+        );
+      }
+      return resolveLockOptions(options);
     },
-    { provide: LOCK_STORE, useFactory: createLockStore, inject: [LOCK_OPTIONS] },
-    LockService,
-    LockMetadataAccessor,
-    LockInterceptor,
-    LockExplorer,
-    RetryAfterEstimator,
-    LockModuleCensus,
-    LockStartupCheck,
-    // Lock errors from service methods and LockService calls, mapped per transport for every handler (the
-    // `errorMapping` option). An interceptor, not a filter: the application's own exception filters keep seeing
-    // the errors themselves (Nest consults a library's APP_FILTER before the root module's).
-    { provide: APP_INTERCEPTOR, useClass: LockErrorMappingInterceptor },
-    // For applications that register it themselves (APP_FILTER, useGlobalFilters, @UseFilters): never applied
-    // by the module itself.
-    LockErrorFilter,
-    // For @nestjs/terminus health checks; the library never loads Terminus itself (see the indicator).
-    LockHealthIndicator,
-    // For the application's tests; inert until called, and it refuses a module configured with Redis.
-    LockTesting,
+    inject: [LOCK_MODULE_OPTIONS],
+  },
+  { provide: LOCK_STORE, useFactory: createLockStore, inject: [LOCK_OPTIONS] },
+  LockService,
+  LockMetadataAccessor,
+  LockInterceptor,
+  LockExplorer,
+  RetryAfterEstimator,
+  LockModuleCensus,
+  LockStartupCheck,
+  // Lock errors from service methods and LockService calls, mapped per transport for every handler (the
+  // `errorMapping` option). An interceptor, not a filter: the application's own exception filters keep seeing
+  // the errors themselves (Nest consults a library's APP_FILTER before the root module's).
+  { provide: APP_INTERCEPTOR, useClass: LockErrorMappingInterceptor },
+  // For applications that register it themselves (APP_FILTER, useGlobalFilters, @UseFilters): never applied
+  // by the module itself.
+  LockErrorFilter,
+  // For @nestjs/terminus health checks; the library never loads Terminus itself (see the indicator).
+  LockHealthIndicator,
+  // For the application's tests; inert until called, and it refuses a module configured with Redis.
+  LockTesting,
 ];
 
 /** What importers of LockModule may inject. */
-export const LOCK_EXPORTS = [LockService, LockMetadataAccessor, LockInterceptor, LockErrorFilter, LockHealthIndicator, LockTesting, LOCK_OPTIONS];
+export const LOCK_EXPORTS = [
+  LockService,
+  LockMetadataAccessor,
+  LockInterceptor,
+  LockErrorFilter,
+  LockHealthIndicator,
+  LockTesting,
+  LOCK_OPTIONS,
+];

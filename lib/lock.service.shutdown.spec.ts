@@ -12,7 +12,13 @@ describe('LockService shutdown with a writer queued behind readers', () => {
     const log: string[] = [];
     let wake: (value: undefined) => void = () => undefined;
     const woken = new Promise<undefined>((resolve) => (wake = resolve));
-    const watch = { seen: 0, releasedSince: () => false, ready: () => Promise.resolve(), next: () => woken, close: () => undefined } as unknown as ReleaseWatch;
+    const watch = {
+      seen: 0,
+      releasedSince: () => false,
+      ready: () => Promise.resolve(),
+      next: () => woken,
+      close: () => undefined,
+    } as unknown as ReleaseWatch;
     let withdrawals = 0;
     const store = {
       kind: 'redis',

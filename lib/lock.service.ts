@@ -96,7 +96,11 @@ export class LockService implements OnApplicationShutdown {
    * Runs `fn` holding the keys (renewed meanwhile) and always releases. Returns what `fn` returns and
    * rethrows what it throws, unchanged: a failed release afterwards is logged, never thrown over it.
    */
-  async withLock<T>(key: string | readonly string[], fn: (lock: Lock) => T | Promise<T>, options?: AcquireOptions): Promise<T> {
+  async withLock<T>(
+    key: string | readonly string[],
+    fn: (lock: Lock) => T | Promise<T>,
+    options?: AcquireOptions,
+  ): Promise<T> {
     // Checked before the lock is taken, like every other argument: not a TypeError once it is held.
     if (typeof fn !== 'function') throw new LockOptionsError('fn', fn, 'a function to run while holding the lock');
     const lock = await this.acquire(key, options);
@@ -144,8 +148,12 @@ export class LockService implements OnApplicationShutdown {
     if (own.length === 1) ownLost = " This service's holder lost it now (its signal aborted).";
     else if (own.length > 1) ownLost = ` This service's ${own.length} holders lost it now (their signals aborted).`;
     const elsewhere =
-      own.length < evicted.length ? ' A holder elsewhere learns it at its next renewal; until then only a fenced resource refuses its writes' : '';
-    this.logger.warn(`Force-released the lock on "${name}": evicted ${instances.join(', ')} (from ${this.options.instance}).${ownLost}${elsewhere}`);
+      own.length < evicted.length
+        ? ' A holder elsewhere learns it at its next renewal; until then only a fenced resource refuses its writes'
+        : '';
+    this.logger.warn(
+      `Force-released the lock on "${name}": evicted ${instances.join(', ')} (from ${this.options.instance}).${ownLost}${elsewhere}`,
+    );
     // One warning for one operator action: the holders here are named above, not warned of again as losses
     // (their 'lost' events and metrics still count them). Marked by lease, not by a flag around the loop: the
     // abort listeners and 'lost' subscribers it runs may end another lease of this service, which still warns.

@@ -19,14 +19,18 @@ const LAYERS = [
   ['clients', ['lib/stores/clients/']],
   // What the decorators write and the interceptor, explorer and provider methods read.
   ['metadata', ['lib/decorators/']],
-  ['foundations', ['lib/options/', 'lib/keys/', 'lib/errors/', 'lib/util/', 'lib/lock.constants.ts', 'lib/lock.interface.ts']],
+  [
+    'foundations',
+    ['lib/options/', 'lib/keys/', 'lib/errors/', 'lib/util/', 'lib/lock.constants.ts', 'lib/lock.interface.ts'],
+  ],
 ];
 
 function layerOf(file) {
   let best;
   LAYERS.forEach(([name, prefixes], index) => {
     for (const prefix of prefixes) {
-      if ((file === prefix || file.startsWith(prefix)) && (!best || prefix.length > best.prefix.length)) best = { index, name, prefix };
+      if ((file === prefix || file.startsWith(prefix)) && (!best || prefix.length > best.prefix.length))
+        best = { index, name, prefix };
     }
   });
   return best;
@@ -87,7 +91,9 @@ function reexported(index) {
 }
 
 if (problems.length > 0) {
-  console.error(`Imports that go up a layer (${problems.length}):\n${problems.map((problem) => `  ${problem}`).join('\n')}`);
+  console.error(
+    `Imports that go up a layer (${problems.length}):\n${problems.map((problem) => `  ${problem}`).join('\n')}`,
+  );
   process.exit(1);
 }
 console.log('layers: every import in lib/ goes down or stays in its layer');

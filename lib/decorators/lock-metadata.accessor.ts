@@ -40,7 +40,8 @@ function templateOf(description: string): string | undefined {
   try {
     const templates: unknown = JSON.parse(description);
     if (typeof templates === 'string') return templates;
-    if (Array.isArray(templates) && templates.every((template) => typeof template === 'string')) return templates.join(',');
+    if (Array.isArray(templates) && templates.every((template) => typeof template === 'string'))
+      return templates.join(',');
   } catch {
     // A key function: no template to name it by.
   }

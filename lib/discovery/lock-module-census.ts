@@ -31,7 +31,9 @@ export class LockModuleCensus implements OnModuleInit {
     const configured = configuredModules(modules);
     // Every LockModule has a census; the first in the container speaks for all of them.
     if (configured.length < 2 || configured[0].module.providers.get(LockModuleCensus)?.instance !== this) return;
-    const described = configured.map(({ module, options }) => `${describeStore(options)} (${describeImport(module, modules)})`);
+    const described = configured.map(
+      ({ module, options }) => `${describeStore(options)} (${describeImport(module, modules)})`,
+    );
     this.logger.warn(
       `LockModule.forRoot / forRootAsync is imported ${configured.length} times in this application, and each ` +
         `import is a LockModule of its own, with its own LockService and store: ${described.join('; ')}. ` +
@@ -55,7 +57,9 @@ function configuredModules(modules: readonly Module[]): ConfiguredLockModule[] {
 /** Who imports it (not known for a global module: Nest binds a global module into every module). */
 function describeImport(module: Module, modules: readonly Module[]): string {
   if (module.isGlobal) return 'isGlobal';
-  const importers = modules.filter((candidate) => candidate.imports.has(module)).map((candidate) => candidate.metatype.name);
+  const importers = modules
+    .filter((candidate) => candidate.imports.has(module))
+    .map((candidate) => candidate.metatype.name);
   if (importers.length === 0) return 'the root module';
   return `imported by ${importers.join(', ')}`;
 }

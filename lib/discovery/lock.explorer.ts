@@ -94,7 +94,11 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
       return await this.lockService.withLock(
         keys,
         (lock) => {
-          holdEnded = this.estimator.holdStarted(lock.keys, metadata, metadata.acquireOptions.minHold ?? this.options.minHold);
+          holdEnded = this.estimator.holdStarted(
+            lock.keys,
+            metadata,
+            metadata.acquireOptions.minHold ?? this.options.minHold,
+          );
           return invoke();
         },
         metadata.acquireOptions,
@@ -107,7 +111,10 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
         this.logger.debug(`Skipped a run of a @Locked method: ${error.summary}`);
         return undefined;
       }
-      throw this.estimator.busyError(error, { site: metadata, wait: metadata.acquireOptions.wait ?? this.options.wait });
+      throw this.estimator.busyError(error, {
+        site: metadata,
+        wait: metadata.acquireOptions.wait ?? this.options.wait,
+      });
     } finally {
       holdEnded?.();
     }
@@ -126,7 +133,8 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
       const label = `${prototype.constructor.name}.${name}`;
       if (firstVisit) {
         this.checkKeyKind(metadata, routeHandler, label);
-        if (routeHandler && !isHttpRoute(method)) this.refuse(metadata, label, paramsWithoutRouteProblem(metadata.key.placeholders));
+        if (routeHandler && !isHttpRoute(method))
+          this.refuse(metadata, label, paramsWithoutRouteProblem(metadata.key.placeholders));
         if (!routeHandler) this.checkArguments(metadata, prototype, name, label);
         this.checkOptions(metadata, label);
       }
@@ -186,14 +194,20 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
         const metadata = this.metadataAccessor.getLockedMetadata(method);
         if (!metadata) continue;
         const route = httpRouteOf(prototype.constructor, method, modulePath, this.applicationConfig);
-        if (route) this.refuse(metadata, `${prototype.constructor.name}.${name}`, routeParamsProblem(metadata.key.placeholders, route));
+        if (route)
+          this.refuse(
+            metadata,
+            `${prototype.constructor.name}.${name}`,
+            routeParamsProblem(metadata.key.placeholders, route),
+          );
       }
     }
   }
 
   /** Fails the bootstrap when a check found a problem (what a valid key is, in words). */
   private refuse(metadata: LockedMetadata, label: string, problem: string | undefined): void {
-    if (problem !== undefined) throw new LockOptionsError(`@Locked key of ${label}`, givenKey(metadata.key.description), problem);
+    if (problem !== undefined)
+      throw new LockOptionsError(`@Locked key of ${label}`, givenKey(metadata.key.description), problem);
   }
 
   /**

@@ -43,7 +43,9 @@ describe('routeParamsProblem', () => {
 describe('paramsWithoutRouteProblem', () => {
   it('refuses {params.*} only', () => {
     expect(paramsWithoutRouteProblem(placeholders('x:{data.id}'))).toBeUndefined();
-    expect(paramsWithoutRouteProblem(placeholders(['x:{data.id}', 'y:{params.id}']))).toContain('{params.id} reads route parameters');
+    expect(paramsWithoutRouteProblem(placeholders(['x:{data.id}', 'y:{params.id}']))).toContain(
+      '{params.id} reads route parameters',
+    );
   });
 });
 
@@ -58,7 +60,9 @@ describe('argumentIndexProblem', () => {
       "argument placeholders within the method's parameters: S.run declares 2 parameters ({0} to {1}), so {2.id} reads " +
         'an argument it does not declare (declare it, even unused, if its callers pass it)',
     );
-    expect(argumentIndexProblem(placeholders('x:{1}'), 'S.one', 1)).toContain('S.one declares 1 parameter ({0}), so {1}');
+    expect(argumentIndexProblem(placeholders('x:{1}'), 'S.one', 1)).toContain(
+      'S.one declares 1 parameter ({0}), so {1}',
+    );
     expect(argumentIndexProblem(placeholders('x:{0}'), 'S.none', 0)).toContain('S.none declares no parameters, so {0}');
   });
 });

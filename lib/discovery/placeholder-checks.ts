@@ -44,9 +44,15 @@ export function paramsWithoutRouteProblem(placeholders: readonly KeyPlaceholder[
 }
 
 /** `{N}` on a provider method: N must be below the number of parameters it declares (undefined when unknown). */
-export function argumentIndexProblem(placeholders: readonly KeyPlaceholder[], label: string, arity: number | undefined): string | undefined {
+export function argumentIndexProblem(
+  placeholders: readonly KeyPlaceholder[],
+  label: string,
+  arity: number | undefined,
+): string | undefined {
   if (arity === undefined) return undefined;
-  const beyond = placeholders.find((placeholder) => placeholder.kind === 'argument' && Number(placeholder.root) >= arity);
+  const beyond = placeholders.find(
+    (placeholder) => placeholder.kind === 'argument' && Number(placeholder.root) >= arity,
+  );
   if (!beyond) return undefined;
   const declared =
     arity === 0 ? 'no parameters' : arity === 1 ? '1 parameter ({0})' : `${arity} parameters ({0} to {${arity - 1}})`;

@@ -1,4 +1,13 @@
-import { Controller, Get, Post, Sse, Version, VERSION_NEUTRAL, VersioningType, type VersioningOptions } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Post,
+  Sse,
+  Version,
+  VERSION_NEUTRAL,
+  VersioningType,
+  type VersioningOptions,
+} from '@nestjs/common';
 import { Module } from '@nestjs/common';
 import { MODULE_PATH } from '@nestjs/common/constants';
 import { httpRouteOf, isHttpRoute, modulePathOf, type RouteSettings } from './route-paths';
@@ -59,11 +68,16 @@ describe('httpRouteOf', () => {
 
   it('gives one path per controller path and method path', () => {
     expect(route(OrdersController, 'find')?.paths).toEqual(['/orders/latest', '/orders/by-id/:id']);
-    expect(route(ShopsController, 'item')?.paths).toEqual(['/shops/:shopId/items/:itemId', '/stores/:shopId/items/:itemId']);
+    expect(route(ShopsController, 'item')?.paths).toEqual([
+      '/shops/:shopId/items/:itemId',
+      '/stores/:shopId/items/:itemId',
+    ]);
   });
 
   it('puts the global prefix, then the module path, before the controller path', () => {
-    expect(route(OrdersController, 'pay', 'orgs/:orgId', settings('api/'))?.paths).toEqual(['/api/orgs/:orgId/orders/:id']);
+    expect(route(OrdersController, 'pay', 'orgs/:orgId', settings('api/'))?.paths).toEqual([
+      '/api/orgs/:orgId/orders/:id',
+    ]);
     expect(route(OrdersController, 'pay', '/orgs/:orgId/', settings('/tenants/:tenant'))?.paths).toEqual([
       '/tenants/:tenant/orgs/:orgId/orders/:id',
     ]);
@@ -72,17 +86,24 @@ describe('httpRouteOf', () => {
   it('shows URI versions after the global prefix (the method version first, then the controller one, then the default)', () => {
     const uri = { type: VersioningType.URI } as const;
     expect(route(MembersController, 'add', undefined, settings('api', uri))?.paths).toEqual(['/api/v1/members/:id']);
-    expect(route(OrdersController, 'versioned', undefined, settings('', uri))?.paths).toEqual(['/v2/orders/:id/v', '/orders/:id/v']);
-    expect(route(OrdersController, 'pay', undefined, settings('', { ...uri, defaultVersion: '3', prefix: 'version-' }))?.paths).toEqual([
-      '/version-3/orders/:id',
+    expect(route(OrdersController, 'versioned', undefined, settings('', uri))?.paths).toEqual([
+      '/v2/orders/:id/v',
+      '/orders/:id/v',
     ]);
-    expect(route(MembersController, 'add', undefined, settings('', { ...uri, prefix: false }))?.paths).toEqual(['/1/members/:id']);
+    expect(
+      route(OrdersController, 'pay', undefined, settings('', { ...uri, defaultVersion: '3', prefix: 'version-' }))
+        ?.paths,
+    ).toEqual(['/version-3/orders/:id']);
+    expect(route(MembersController, 'add', undefined, settings('', { ...uri, prefix: false }))?.paths).toEqual([
+      '/1/members/:id',
+    ]);
   });
 
   it('leaves the path as it is under header versioning', () => {
-    expect(route(MembersController, 'add', undefined, settings('', { type: VersioningType.HEADER, header: 'x-version' }))?.paths).toEqual([
-      '/members/:id',
-    ]);
+    expect(
+      route(MembersController, 'add', undefined, settings('', { type: VersioningType.HEADER, header: 'x-version' }))
+        ?.paths,
+    ).toEqual(['/members/:id']);
   });
 
   it('is undefined for a method that is not an HTTP route', () => {

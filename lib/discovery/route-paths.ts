@@ -41,12 +41,14 @@ export function httpRouteOf(
   if (methodPaths.length === 0) return undefined;
   const controllerPaths = pathList(Reflect.getMetadata(PATH_METADATA, controller));
   const requestMethod: unknown = Reflect.getMetadata(METHOD_METADATA, handler) ?? RequestMethod.GET;
-  const method = typeof requestMethod === 'number' ? (RequestMethod[requestMethod] ?? String(requestMethod)) : String(requestMethod);
+  const method =
+    typeof requestMethod === 'number' ? (RequestMethod[requestMethod] ?? String(requestMethod)) : String(requestMethod);
   const prefix = settings.getGlobalPrefix();
   const paths: string[] = [];
   for (const version of versionSegments(controller, handler, settings.getVersioning())) {
     for (const controllerPath of controllerPaths.length > 0 ? controllerPaths : ['/']) {
-      for (const methodPath of methodPaths) paths.push(joinPath([prefix, version, modulePath, controllerPath, methodPath]));
+      for (const methodPath of methodPaths)
+        paths.push(joinPath([prefix, version, modulePath, controllerPath, methodPath]));
     }
   }
   return { method, paths: [...new Set(paths)] };
@@ -59,7 +61,8 @@ export function httpRouteOf(
  */
 export function modulePathOf(moduleClass: Function | undefined, applicationId: string | undefined): string | undefined {
   if (!moduleClass) return undefined;
-  const own: unknown = applicationId === undefined ? undefined : Reflect.getMetadata(MODULE_PATH + applicationId, moduleClass);
+  const own: unknown =
+    applicationId === undefined ? undefined : Reflect.getMetadata(MODULE_PATH + applicationId, moduleClass);
   const path: unknown = own ?? Reflect.getMetadata(MODULE_PATH, moduleClass);
   return typeof path === 'string' ? path : undefined;
 }

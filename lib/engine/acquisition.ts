@@ -32,7 +32,6 @@ import { MAX_TIMER_DELAY_MS } from '../util/timers';
 /** An attempt made with less than this left of the wait is the caller's last (see grantWaiting). */
 const LAST_ATTEMPT_MARGIN_MS = 2;
 
-
 /** What the engine works with, all owned by the service that constructs it. */
 export interface AcquisitionOptions {
   /** The leases' host, and the owner reentrancy matches: a context borrows only this service's leases. */
@@ -81,7 +80,8 @@ export class Acquisition {
    * would come after it closed, and other instances' readers would wait a writer's ttl for nothing).
    */
   withdrawWriterMarks(): void {
-    for (const [value, name] of this.writerMarks) void this.inFlight.track(this.store.withdraw(name, value, true).catch(() => undefined));
+    for (const [value, name] of this.writerMarks)
+      void this.inFlight.track(this.store.withdraw(name, value, true).catch(() => undefined));
     this.writerMarks.clear();
   }
 
@@ -181,11 +181,12 @@ export class Acquisition {
     // a clean grant goes on in the loop, which starts from this outcome.
     const { names, value, settings, keys, once } = attempt;
     const signal = settings.signal;
-    if (this.closed() || signal?.aborted || (!once && this.store.hasWaiters(names))) return this.grantWaiting(attempt, undefined);
+    if (this.closed() || signal?.aborted || (!once && this.store.hasWaiters(names)))
+      return this.grantWaiting(attempt, undefined);
     const ttl = Math.min(settings.ttl, settings.maxHold);
     const final = once || settings.wait <= 0;
-    return this.attempt({ keys: names, token: value, ttl, shape: settings.shape, queued: false, final }, keys).then((outcome) =>
-      outcome.acquired && !signal?.aborted ? outcome : this.grantWaiting(attempt, outcome),
+    return this.attempt({ keys: names, token: value, ttl, shape: settings.shape, queued: false, final }, keys).then(
+      (outcome) => (outcome.acquired && !signal?.aborted ? outcome : this.grantWaiting(attempt, outcome)),
     );
   }
 
@@ -215,7 +216,12 @@ export class Acquisition {
         attempt.span = this.observer.waiting(settings.label, startedAt, keys.length);
         watch = await this.watchReleases(names, keys);
         offer = handoverOffer(attempt, ttl, this.closed, this.inFlight);
-        known = await watch.next(Math.min(deadline - performance.now(), settings.ttl, MAX_TIMER_DELAY_MS), signal, false, offer);
+        known = await watch.next(
+          Math.min(deadline - performance.now(), settings.ttl, MAX_TIMER_DELAY_MS),
+          signal,
+          false,
+          offer,
+        );
       }
       for (;;) {
         let outcome: AcquireOutcome;
@@ -305,7 +311,9 @@ export class Acquisition {
   private attempt(request: AcquireRequest, keys: readonly string[]): Promise<AcquireOutcome> {
     return this.inFlight.track(
       // A plain callback, not an async one: on the hot path (granted, not closing) the outcome passes as it is.
-      this.store.acquire(request).then((outcome) => (!outcome.acquired || !this.closed() ? outcome : this.takeBack(request, keys))),
+      this.store
+        .acquire(request)
+        .then((outcome) => (!outcome.acquired || !this.closed() ? outcome : this.takeBack(request, keys))),
     );
   }
 

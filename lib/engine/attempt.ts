@@ -36,7 +36,12 @@ export interface Attempt {
  * already left the queue). From a claim until the call has dealt with its outcome, the hand-over counts
  * as in flight.
  */
-export function handoverOffer(attempt: Attempt, ttl: number, closed: () => boolean, inFlight: InFlight): HandoverOffer | undefined {
+export function handoverOffer(
+  attempt: Attempt,
+  ttl: number,
+  closed: () => boolean,
+  inFlight: InFlight,
+): HandoverOffer | undefined {
   const shape = attempt.settings.shape;
   if (attempt.names.length !== 1 || (shape !== undefined && shape.kind !== 'mutex')) return undefined;
   return {

@@ -68,10 +68,20 @@ export interface LockErrorRow {
 
 /** @internal The rows of the errors a client is told about, by code. */
 export const LOCK_ERROR_ROWS: Readonly<Record<LockErrorCode, LockErrorRow>> = {
-  LOCK_BUSY:        { httpStatus: 409, httpError: 'Conflict',              httpException: ConflictException,            log: 'debug' },
-  LOCK_INVALID_KEY: { httpStatus: 400, httpError: 'Bad Request',           httpException: BadRequestException,          log: 'debug' },
-  LOCK_UNAVAILABLE: { httpStatus: 503, httpError: 'Service Unavailable',   httpException: ServiceUnavailableException,  log: 'warn' },
-  LOCK_LOST:        { httpStatus: 500, httpError: 'Internal Server Error', httpException: InternalServerErrorException, log: 'error' },
+  LOCK_BUSY: { httpStatus: 409, httpError: 'Conflict', httpException: ConflictException, log: 'debug' },
+  LOCK_INVALID_KEY: { httpStatus: 400, httpError: 'Bad Request', httpException: BadRequestException, log: 'debug' },
+  LOCK_UNAVAILABLE: {
+    httpStatus: 503,
+    httpError: 'Service Unavailable',
+    httpException: ServiceUnavailableException,
+    log: 'warn',
+  },
+  LOCK_LOST: {
+    httpStatus: 500,
+    httpError: 'Internal Server Error',
+    httpException: InternalServerErrorException,
+    log: 'error',
+  },
 };
 
 /** @internal The row of a lock error without a code (LockOptionsError): a programming error. */

@@ -44,7 +44,12 @@ export class LockNotAcquiredError extends LockError {
   ) {
     const [what, advice] = busyMessage(keys, waitedMs, details);
     // The client is told what happened, without the advice about the 'wait' option: it cannot set it.
-    super(`${what} ${advice}`, undefined, { code: 'LOCK_BUSY', message: `${what} Retry later.`, keys: [...keys], retryAfterMs });
+    super(`${what} ${advice}`, undefined, {
+      code: 'LOCK_BUSY',
+      message: `${what} Retry later.`,
+      keys: [...keys],
+      retryAfterMs,
+    });
     this.summary = what;
     this.wait = details.wait;
     this.waitedMs = Math.round(waitedMs * 10) / 10;
@@ -70,5 +75,8 @@ function busyMessage(keys: readonly string[], waitedMs: number, details: LockNot
         : ['held by another owner', 'still held by another owner'];
   return details.wait === 0
     ? [`${what}: ${now}.`, "Retry later, or set the 'wait' option to queue for it."]
-    : [`${what}: ${still} after waiting ${Math.round(details.wait ?? waitedMs)} ms.`, "Retry later or raise the 'wait' option."];
+    : [
+        `${what}: ${still} after waiting ${Math.round(details.wait ?? waitedMs)} ms.`,
+        "Retry later or raise the 'wait' option.",
+      ];
 }

@@ -26,7 +26,12 @@ describe('lock errors as HttpExceptions', () => {
     const down = new LockUnavailableError(['order:7'], 'connect ECONNREFUSED 127.0.0.1:6399');
     expect([down.getStatus(), down.getResponse()]).toEqual([
       503,
-      { statusCode: 503, error: 'Service Unavailable', code: 'LOCK_UNAVAILABLE', message: 'Lock store unavailable for "order:7"; try again later.' },
+      {
+        statusCode: 503,
+        error: 'Service Unavailable',
+        code: 'LOCK_UNAVAILABLE',
+        message: 'Lock store unavailable for "order:7"; try again later.',
+      },
     ]);
     expect(down.message).toContain('ECONNREFUSED 127.0.0.1:6399');
 
@@ -39,12 +44,20 @@ describe('lock errors as HttpExceptions', () => {
     const lost = new LockLostError(['order:7'], 'the lease expired');
     expect([lost.getStatus(), lost.getResponse()]).toEqual([
       500,
-      { statusCode: 500, error: 'Internal Server Error', code: 'LOCK_LOST', message: 'The lock on "order:7" was lost while the request ran.' },
+      {
+        statusCode: 500,
+        error: 'Internal Server Error',
+        code: 'LOCK_LOST',
+        message: 'The lock on "order:7" was lost while the request ran.',
+      },
     ]);
 
     // A programming error: the client gets what Nest answers for any unknown error, not the option's value.
     const options = new LockOptionsError('ttl', 'redis://:secret@host', 'a number');
-    expect([options.getStatus(), options.getResponse()]).toEqual([500, { statusCode: 500, message: 'Internal server error' }]);
+    expect([options.getStatus(), options.getResponse()]).toEqual([
+      500,
+      { statusCode: 500, message: 'Internal server error' },
+    ]);
   });
 
   it("prints as a plain error: its own fields and cause, not HttpException's response, status or options", () => {
@@ -56,13 +69,23 @@ describe('lock errors as HttpExceptions', () => {
     expect(down.cause).toMatchObject({ name: 'Error', message: 'connect ECONNREFUSED' });
     expect(down.cause).not.toBe(cause);
     const printed = inspect(down);
-    expect(printed).toMatch(/^LockUnavailableError: Lock store unavailable for "order:7": connect ECONNREFUSED\. Check that Redis is reachable\.\n/);
+    expect(printed).toMatch(
+      /^LockUnavailableError: Lock store unavailable for "order:7": connect ECONNREFUSED\. Check that Redis is reachable\.\n/,
+    );
     expect(printed).toContain("keys: [ 'order:7' ]");
     expect(printed).toContain('[cause]: Error: connect ECONNREFUSED');
     expect(printed).not.toMatch(/response|status|options|errorCode|statusCode/);
 
     const busy = new LockNotAcquiredError(['order:7'], 1500, 12.34, { wait: 0 });
-    expect(Object.keys(busy).sort()).toEqual(['details', 'keys', 'name', 'retryAfterMs', 'summary', 'wait', 'waitedMs']);
+    expect(Object.keys(busy).sort()).toEqual([
+      'details',
+      'keys',
+      'name',
+      'retryAfterMs',
+      'summary',
+      'wait',
+      'waitedMs',
+    ]);
     expect('cause' in busy).toBe(false);
     expect(inspect(busy)).not.toMatch(/response|statusCode|options/);
   });

@@ -1,6 +1,11 @@
 import { HttpException } from '@nestjs/common';
 import { markSafe, safeCause } from './safe-cause';
-import { LOCK_ERROR_ROWS, UNMAPPED_LOCK_ERROR_RESPONSE, type LockErrorPayload, type LockErrorResponse } from './lock-error-table';
+import {
+  LOCK_ERROR_ROWS,
+  UNMAPPED_LOCK_ERROR_RESPONSE,
+  type LockErrorPayload,
+  type LockErrorResponse,
+} from './lock-error-table';
 
 /**
  * Base class of every error this library throws, so callers can catch the family at once.
@@ -50,6 +55,11 @@ function keepErrorShape(error: LockError, message: string, options: { cause?: un
   }
   Reflect.deleteProperty(error, 'cause');
   if (options && 'cause' in options) {
-    Object.defineProperty(error, 'cause', { value: safeCause(options.cause), enumerable: false, writable: true, configurable: true });
+    Object.defineProperty(error, 'cause', {
+      value: safeCause(options.cause),
+      enumerable: false,
+      writable: true,
+      configurable: true,
+    });
   }
 }

@@ -23,7 +23,10 @@ describe('safeCause', () => {
   });
 
   it('copies a whole cause chain and the errors of an aggregate', () => {
-    const inner = new AggregateError([replyError(), new Error(`connect to redis://u:${SECRET}@h:1 failed`)], 'all failed');
+    const inner = new AggregateError(
+      [replyError(), new Error(`connect to redis://u:${SECRET}@h:1 failed`)],
+      'all failed',
+    );
     const outer = new Error('outer', { cause: inner });
     Object.assign(outer, { options: { password: SECRET } });
     const printed = inspect(safeCause(outer), { depth: Infinity });
@@ -56,7 +59,10 @@ describe('redactedText', () => {
     [`redis://user:${SECRET}@host:6379/0`, 'redis://user:***@host:6379/0'],
     [`could not reach rediss://:${SECRET}@host:6380 in time`, 'could not reach rediss://:***@host:6380 in time'],
     [`HELLO 3 AUTH default ${SECRET}`, 'HELLO 3 AUTH ***'],
-    [`ERR unknown command 'HELLO', with args beginning with: '3' 'AUTH' 'default' '${SECRET}'`, "ERR unknown command 'HELLO', with args beginning with: …"],
+    [
+      `ERR unknown command 'HELLO', with args beginning with: '3' 'AUTH' 'default' '${SECRET}'`,
+      "ERR unknown command 'HELLO', with args beginning with: …",
+    ],
     ['NOAUTH Authentication required.', 'NOAUTH Authentication required.'],
   ])('%s', (text, shown) => {
     expect(redactedText(text)).toBe(shown);
@@ -65,7 +71,9 @@ describe('redactedText', () => {
 
 describe('safeMessage', () => {
   it("says a command failed on a connection that is down without ioredis' advice about its own option", () => {
-    const error = new Error('Reached the max retries per request limit (which is 2). Refer to "maxRetriesPerRequest" option for details.');
+    const error = new Error(
+      'Reached the max retries per request limit (which is 2). Refer to "maxRetriesPerRequest" option for details.',
+    );
     expect(safeMessage(error)).toBe('not sent: the connection is down');
   });
 });

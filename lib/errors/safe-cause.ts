@@ -30,10 +30,17 @@ function copyOf(original: Error, depth: number): Error {
   const message = plainText(original.message);
   const cause = depth < MAX_DEPTH ? safeCopy(original.cause, depth + 1) : undefined;
   const copy = new Error(message, cause === undefined ? undefined : { cause });
-  if (original.name !== 'Error') Object.defineProperty(copy, 'name', { value: original.name, enumerable: false, configurable: true, writable: true });
+  if (original.name !== 'Error')
+    Object.defineProperty(copy, 'name', {
+      value: original.name,
+      enumerable: false,
+      configurable: true,
+      writable: true,
+    });
   for (const field of KEPT_FIELDS) {
     const value = (original as unknown as Record<string, unknown>)[field];
-    if (typeof value === 'string' || typeof value === 'number') Object.defineProperty(copy, field, { value, enumerable: true });
+    if (typeof value === 'string' || typeof value === 'number')
+      Object.defineProperty(copy, field, { value, enumerable: true });
   }
   if (original instanceof AggregateError) {
     const errors = original.errors.slice(0, MAX_DEPTH).map((error: unknown) => safeCopy(error, depth + 1));
@@ -81,11 +88,13 @@ const URL_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s"'<>]+/gi;
  * ioredis' rejection of a command queued while the connection is down advises a setting
  * (`maxRetriesPerRequest`) that this module set, not the user: said plainly instead.
  */
-const IOREDIS_RETRIES_EXHAUSTED = /Reached the max retries per request limit \(which is \d+\)\. Refer to "maxRetriesPerRequest" option for details\./;
+const IOREDIS_RETRIES_EXHAUSTED =
+  /Reached the max retries per request limit \(which is \d+\)\. Refer to "maxRetriesPerRequest" option for details\./;
 
 /** An error's message as this library logs or embeds it: see redactedText, and without client advice. */
 export function safeMessage(error: unknown): string {
-  const message = error instanceof Error ? error.message : typeof error === 'string' ? error : String(safeCopy(error, 0));
+  const message =
+    error instanceof Error ? error.message : typeof error === 'string' ? error : String(safeCopy(error, 0));
   return plainText(message);
 }
 

@@ -22,7 +22,7 @@ export function unavailableAdvice(detail: string, cause: unknown): string {
     return ' Redis refused the credentials (authentication failed): check the username and password the connection is given (URL, password/username options, or the borrowed client).';
   }
   if (texts.some((text) => ACL_REFUSED.test(text))) {
-    return " Redis' ACL refused the connection's user: allow it the scripting, pub/sub and key commands the module uses (README, \"Redis ACL\").";
+    return ' Redis\' ACL refused the connection\'s user: allow it the scripting, pub/sub and key commands the module uses (README, "Redis ACL").';
   }
   return ' Check that Redis is reachable.';
 }
@@ -30,7 +30,8 @@ export function unavailableAdvice(detail: string, cause: unknown): string {
 /** The messages of an error's cause chain and of an aggregate's errors, a few levels deep. */
 function messagesOf(cause: unknown, depth = 0): string[] {
   if (!(cause instanceof Error) || depth > 4) return [];
-  const inner = cause instanceof AggregateError ? cause.errors.flatMap((error: unknown) => messagesOf(error, depth + 1)) : [];
+  const inner =
+    cause instanceof AggregateError ? cause.errors.flatMap((error: unknown) => messagesOf(error, depth + 1)) : [];
   // ioredis' ClusterAllFailedError ("Failed to refresh slots cache") keeps the node's own error here.
   const lastNodeError = messagesOf((cause as { lastNodeError?: unknown }).lastNodeError, depth + 1);
   return [cause.message, ...inner, ...lastNodeError, ...messagesOf(cause.cause, depth + 1)];

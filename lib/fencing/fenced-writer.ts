@@ -20,7 +20,13 @@ export interface FencedSetOptions {
 
 /** The command defineCommand adds to the client; namespaced so it cannot clash with a user's own. */
 interface FencedSetClient {
-  nestLockFencedSet(key: string, fenceKey: string, value: string | Buffer | number, fence: number, ttl: string): Promise<[number, string]>;
+  nestLockFencedSet(
+    key: string,
+    fenceKey: string,
+    value: string | Buffer | number,
+    fence: number,
+    ttl: string,
+  ): Promise<[number, string]>;
 }
 
 /**
@@ -46,13 +52,23 @@ export class FencedWriter {
   }
 
   /** Writes `value` at `key`, or rejects with FencedWriteRejectedError when a newer fence wrote it already. */
-  async set(key: string, value: string | Buffer | number, fence: number | Lock, options: FencedSetOptions = {}): Promise<void> {
+  async set(
+    key: string,
+    value: string | Buffer | number,
+    fence: number | Lock,
+    options: FencedSetOptions = {},
+  ): Promise<void> {
     const outcome = await this.write(key, value, fence, options);
     if (!outcome.written) throw new FencedWriteRejectedError(key, outcome.fence, outcome.lastFence);
   }
 
   /** Like `set`, but resolves false instead of rejecting when the write is refused. */
-  async trySet(key: string, value: string | Buffer | number, fence: number | Lock, options: FencedSetOptions = {}): Promise<boolean> {
+  async trySet(
+    key: string,
+    value: string | Buffer | number,
+    fence: number | Lock,
+    options: FencedSetOptions = {},
+  ): Promise<boolean> {
     return (await this.write(key, value, fence, options)).written;
   }
 
@@ -77,17 +93,31 @@ export class FencedWriter {
     }
     let reply: [number, string];
     try {
-      reply = await (this.client as unknown as FencedSetClient).nestLockFencedSet(key, fenceKey, value, fence, ttl === undefined ? '' : String(ttl));
+      reply = await (this.client as unknown as FencedSetClient).nestLockFencedSet(
+        key,
+        fenceKey,
+        value,
+        fence,
+        ttl === undefined ? '' : String(ttl),
+      );
     } catch (error) {
       if (error instanceof Error && /CROSSSLOT|same slot/i.test(error.message)) {
-        throw new LockOptionsError('fenceKey', fenceKey, `a key in the Redis Cluster slot of ${JSON.stringify(key)} (share its hash tag)`);
+        throw new LockOptionsError(
+          'fenceKey',
+          fenceKey,
+          `a key in the Redis Cluster slot of ${JSON.stringify(key)} (share its hash tag)`,
+        );
       }
       // A copy without what the client sent (ioredis fails queued commands with a refused AUTH's own error).
       throw safeCause(error);
     }
     const [status, lastFence] = reply;
     if (Number(status) === -1) {
-      throw new LockOptionsError('fenceKey', fenceKey, 'a key that holds nothing but fencing tokens (it holds other data)');
+      throw new LockOptionsError(
+        'fenceKey',
+        fenceKey,
+        'a key that holds nothing but fencing tokens (it holds other data)',
+      );
     }
     return { written: Number(status) === 1, fence, lastFence: Number(lastFence) };
   }

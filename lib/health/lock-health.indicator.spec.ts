@@ -19,7 +19,9 @@ describe('LockHealthIndicator', () => {
       { node: 'nodes[1]', status: 'down' as const, message: 'connect ECONNREFUSED' },
       { node: 'nodes[2]', status: 'down' as const, message: 'timed out' },
     ];
-    const redlock = new LockHealthIndicator(source('redlock', async () => ({ up: false, quorum: 2, nodes, message: '1 of 3 answered' })));
+    const redlock = new LockHealthIndicator(
+      source('redlock', async () => ({ up: false, quorum: 2, nodes, message: '1 of 3 answered' })),
+    );
     expect(await redlock.isHealthy()).toEqual({
       lock: { status: 'down', store: 'redlock', quorum: 2, nodes, message: '1 of 3 answered' },
     });

@@ -13,11 +13,19 @@ function contextOf(type: string, request: object, response: object): ExecutionCo
 /** A GraphQL resolver's execution context: (root, args, context, info). */
 function graphqlContextOf(graphqlContext: object): ExecutionContext {
   const args = [undefined, {}, graphqlContext, {}];
-  return { getType: () => 'graphql', getArgByIndex: (index: number) => args[index], getArgs: () => args } as unknown as ExecutionContext;
+  return {
+    getType: () => 'graphql',
+    getArgByIndex: (index: number) => args[index],
+    getArgs: () => args,
+  } as unknown as ExecutionContext;
 }
 
 /** Node's HTTP/1.1 shape: the socket's 'close' emits the response's 'close' from one of its own listeners. */
-function http1(): { socket: EventEmitter; response: EventEmitter; request: { httpVersionMajor: number; socket: EventEmitter } } {
+function http1(): {
+  socket: EventEmitter;
+  response: EventEmitter;
+  request: { httpVersionMajor: number; socket: EventEmitter };
+} {
   const socket = new EventEmitter();
   const response = new EventEmitter();
   socket.on('close', () => response.emit('close'));
@@ -109,9 +117,15 @@ describe('watchHttpClientGone', () => {
   });
 
   it.each([
-    ['Apollo on Express: req, whose res Express sets', (request: object, response: object) => ({ req: Object.assign(request, { res: response }) })],
+    [
+      'Apollo on Express: req, whose res Express sets',
+      (request: object, response: object) => ({ req: Object.assign(request, { res: response }) }),
+    ],
     ['Apollo on Fastify: the Fastify request alone', (request: object) => ({ req: { raw: request } })],
-    ['Mercurius: the reply', (request: object, response: object) => ({ reply: { raw: response, request: { raw: request } } })],
+    [
+      'Mercurius: the reply',
+      (request: object, response: object) => ({ reply: { raw: response, request: { raw: request } } }),
+    ],
   ])('GraphQL over HTTP (%s): the client leaving is reported', (_shape, graphqlContext) => {
     const { socket, response, request } = http1();
     const gone = vi.fn();

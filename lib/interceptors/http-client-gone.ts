@@ -117,7 +117,9 @@ interface GraphQLHttpContext {
  * hold its WebSocket's upgrade request, whose socket closing means the subscriber left); undefined for every
  * other transport, and for a GraphQL context built without them.
  */
-function httpExchangeOf(context: ExecutionContext): { readonly request: unknown; readonly response: unknown } | undefined {
+function httpExchangeOf(
+  context: ExecutionContext,
+): { readonly request: unknown; readonly response: unknown } | undefined {
   const type: string = context.getType();
   if (type === 'http') {
     const http = context.switchToHttp();
@@ -130,7 +132,6 @@ function httpExchangeOf(context: ExecutionContext): { readonly request: unknown;
   // Apollo on Fastify puts the request alone in the context: its socket is watched (HTTP/1.1).
   return response === undefined && request === undefined ? undefined : { request, response };
 }
-
 
 /** Not among Nest's HttpStatus values; nginx's code for a client that closed the connection first. */
 const CLIENT_CLOSED_REQUEST = 499;

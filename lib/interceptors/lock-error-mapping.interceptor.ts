@@ -1,4 +1,11 @@
-import { Inject, Injectable, Logger, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
 import { catchError, throwError, type Observable } from 'rxjs';
 import { LockError } from '../errors';
 import { LOCK_OPTIONS } from '../lock.constants';

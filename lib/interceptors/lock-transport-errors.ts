@@ -1,6 +1,13 @@
 import * as nestCommon from '@nestjs/common';
 import { HttpException, type ArgumentsHost, type ExecutionContext, type Logger } from '@nestjs/common';
-import { InvalidLockKeyError, LockError, LockLostError, LockNotAcquiredError, LockUnavailableError, type LockErrorPayload } from '../errors';
+import {
+  InvalidLockKeyError,
+  LockError,
+  LockLostError,
+  LockNotAcquiredError,
+  LockUnavailableError,
+  type LockErrorPayload,
+} from '../errors';
 import { LOCK_ERROR_ROWS, UNMAPPED_LOCK_ERROR_ROW, type LockErrorRow } from '../errors/lock-error-table';
 import { loadOptionalPeer } from '../util/optional-peer';
 
@@ -67,7 +74,8 @@ export function toTransportError(error: unknown, host: ArgumentsHost): unknown {
       // An event handler has no reply to carry an RpcException, and Nest logs an unfiltered one at ERROR; a
       // busy or bad-key event is the sender's condition (already logged at debug), so it is raised as an
       // exception Nest does not log (IntrinsicException, NestJS 11 and later).
-      if (rowOf(error)?.log === 'debug' && isEventHandler(host) && IntrinsicException) return new IntrinsicException(payload.message);
+      if (rowOf(error)?.log === 'debug' && isEventHandler(host) && IntrinsicException)
+        return new IntrinsicException(payload.message);
       const RpcException = optionalExport<NestTransportException>('@nestjs/microservices', 'RpcException');
       return RpcException ? new RpcException(rpcOrWsBody(payload)) : error;
     }
@@ -117,7 +125,10 @@ export function rpcOrWsBody(payload: LockErrorPayload): { status: 'error' } & Lo
  * ignored.)
  */
 export function answerAcknowledgement(host: ArgumentsHost, payload: LockErrorPayload): void {
-  const ack = host.getArgs().slice(2).find((arg): arg is (response: unknown) => void => typeof arg === 'function');
+  const ack = host
+    .getArgs()
+    .slice(2)
+    .find((arg): arg is (response: unknown) => void => typeof arg === 'function');
   ack?.(rpcOrWsBody(payload));
 }
 
@@ -129,7 +140,10 @@ export function answerAcknowledgement(host: ArgumentsHost, payload: LockErrorPay
  */
 export function answerSkippedAcknowledgement(host: ArgumentsHost): void {
   if (host.getType() !== 'ws') return;
-  const ack = host.getArgs().slice(2).find((arg): arg is () => void => typeof arg === 'function');
+  const ack = host
+    .getArgs()
+    .slice(2)
+    .find((arg): arg is () => void => typeof arg === 'function');
   ack?.();
 }
 

@@ -1,4 +1,11 @@
-import { Injectable, Logger, type CallHandler, type ExecutionContext, type NestInterceptor, type OnModuleInit } from '@nestjs/common';
+import {
+  Injectable,
+  Logger,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+  type OnModuleInit,
+} from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { Observable, catchError, throwError, type Subscription } from 'rxjs';
 import type { LockedMetadata } from '../decorators/locked-metadata';
@@ -93,7 +100,9 @@ export class LockInterceptor implements NestInterceptor, OnModuleInit {
     return new Observable<unknown>((subscriber) => {
       const subscriberGone = new AbortController();
       let clientLeft: ClientClosedRequestException | undefined;
-      const stopWatching = watchHttpClientGone(context, () => subscriberGone.abort((clientLeft = new ClientClosedRequestException())));
+      const stopWatching = watchHttpClientGone(context, () =>
+        subscriberGone.abort((clientLeft = new ClientClosedRequestException())),
+      );
       let inner: Subscription | undefined;
       this.acquire(metadata, lockKeySourceOf(context), subscriberGone.signal).then(
         (lock) => {
@@ -112,14 +121,20 @@ export class LockInterceptor implements NestInterceptor, OnModuleInit {
             return;
           }
           const { estimator, options } = this.dependencies();
-          const holdEnded = estimator.holdStarted(lock.keys, metadata, metadata.acquireOptions.minHold ?? options.minHold);
+          const holdEnded = estimator.holdStarted(
+            lock.keys,
+            metadata,
+            metadata.acquireOptions.minHold ?? options.minHold,
+          );
           const release = () => {
             holdEnded();
             return this.lockService.releaseQuietly(lock);
           };
           // Called and subscribed inside the lock's async context, so the handler, all it awaits, and the
           // callbacks of an Observable it returns (timers included) see `lock` as LockService.current().
-          inner = this.lockService.runWithLock(lock, () => holdUntilSettled(next.handle(), release).subscribe(subscriber));
+          inner = this.lockService.runWithLock(lock, () =>
+            holdUntilSettled(next.handle(), release).subscribe(subscriber),
+          );
         },
         (error: unknown) => {
           stopWatching();
@@ -140,7 +155,11 @@ export class LockInterceptor implements NestInterceptor, OnModuleInit {
   }
 
   /** The lock, or undefined when the key is busy and `onBusy` is 'skip'. */
-  private async acquire(metadata: LockedMetadata, source: LockKeySource, cancel: AbortSignal): Promise<Lock | undefined> {
+  private async acquire(
+    metadata: LockedMetadata,
+    source: LockKeySource,
+    cancel: AbortSignal,
+  ): Promise<Lock | undefined> {
     const keys = metadata.key.build(source);
     const own = metadata.acquireOptions.signal;
     const signal = own ? AbortSignal.any([own, cancel]) : cancel;

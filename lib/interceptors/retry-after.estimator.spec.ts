@@ -121,8 +121,13 @@ describe('RetryAfterEstimator', () => {
     );
 
     // A semaphore's or a reader's wording survives the estimate: @Locked(…, { limit }) says its permits are taken.
-    const permits = estimator.busyError(new LockNotAcquiredError(['a'], LEASE_LEFT, 0.2, { wait: 0, limit: 3 }), { site, wait: 0 });
-    expect(permits.message).toBe(`Lock on "a" not acquired: all 3 permits are taken. Retry later, or set the 'wait' option to queue for it.`);
+    const permits = estimator.busyError(new LockNotAcquiredError(['a'], LEASE_LEFT, 0.2, { wait: 0, limit: 3 }), {
+      site,
+      wait: 0,
+    });
+    expect(permits.message).toBe(
+      `Lock on "a" not acquired: all 3 permits are taken. Retry later, or set the 'wait' option to queue for it.`,
+    );
     expect(permits.details).toEqual({ wait: 0, limit: 3 });
   });
 });

@@ -75,10 +75,15 @@ export class RetryAfterEstimator {
    * that the key is held), and `retryAfterMs` replaced by this estimate.
    */
   busyError(error: LockNotAcquiredError, call: BusyCall): LockNotAcquiredError {
-    return new LockNotAcquiredError(error.keys, this.estimate(error.keys, error.retryAfterMs, call.site), error.waitedMs, {
-      ...error.details,
-      wait: error.wait ?? call.wait,
-    });
+    return new LockNotAcquiredError(
+      error.keys,
+      this.estimate(error.keys, error.retryAfterMs, call.site),
+      error.waitedMs,
+      {
+        ...error.details,
+        wait: error.wait ?? call.wait,
+      },
+    );
   }
 
   /** Milliseconds until `keys` are likely free; `leaseLeftMs` (0: unknown) bounds it and is the fallback. */

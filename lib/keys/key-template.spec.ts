@@ -115,13 +115,20 @@ describe('KeyTemplate', () => {
       'is injective for %s',
       (source) => {
         const values = strings(3);
-        expect(collisions(source, values.flatMap((first) => values.map((second) => [first, second])))).toEqual([]);
+        expect(
+          collisions(
+            source,
+            values.flatMap((first) => values.map((second) => [first, second])),
+          ),
+        ).toEqual([]);
       },
     );
 
     it('is injective for three placeholders', () => {
       const values = strings(2);
-      const inputs = values.flatMap((first) => values.flatMap((second) => values.map((third) => [first, second, third])));
+      const inputs = values.flatMap((first) =>
+        values.flatMap((second) => values.map((third) => [first, second, third])),
+      );
       expect(collisions('{0}:{1}/{2}', inputs)).toEqual([]);
     });
   });
@@ -192,12 +199,12 @@ describe('compileLockKey', () => {
   });
 
   it('lists the placeholders of every template, and none for a key function', () => {
-    expect(compileLockKey(['shop:{params.shopId}', 'order:{params.id}:{body.a.b}']).placeholders.map((p) => p.text)).toEqual([
-      '{params.shopId}',
-      '{params.id}',
-      '{body.a.b}',
+    expect(
+      compileLockKey(['shop:{params.shopId}', 'order:{params.id}:{body.a.b}']).placeholders.map((p) => p.text),
+    ).toEqual(['{params.shopId}', '{params.id}', '{body.a.b}']);
+    expect(compileLockKey('job:{1.id}').placeholders).toEqual([
+      { text: '{1.id}', root: '1', path: ['id'], kind: 'argument' },
     ]);
-    expect(compileLockKey('job:{1.id}').placeholders).toEqual([{ text: '{1.id}', root: '1', path: ['id'], kind: 'argument' }]);
     expect(compileLockKey('constant').placeholders).toEqual([]);
     expect(compileLockKey(() => 'key').placeholders).toEqual([]);
   });

@@ -111,7 +111,10 @@ export class KeyTemplate {
       if (!isPlaceholder(part)) return;
       const next = parts[index + 1];
       if (isPlaceholder(next)) {
-        malformed(source, `${part.text}${next.text} need some text between them (e.g. ':'), or keys would be ambiguous`);
+        malformed(
+          source,
+          `${part.text}${next.text} need some text between them (e.g. ':'), or keys would be ambiguous`,
+        );
       }
       if (typeof next === 'string' && isPlaceholder(parts[index + 2])) {
         if (next.includes('%')) malformed(source, `'%' escapes placeholder values, it cannot separate placeholders`);
@@ -205,7 +208,10 @@ function parsePlaceholder(source: string, inner: string): KeyPlaceholder {
   const segments = inner.split('.');
   for (const segment of segments) {
     if (!SEGMENT.test(segment)) {
-      malformed(source, `placeholder ${text} has ${segment ? `an invalid part "${segment}"` : 'an empty part'}: use letters, digits, '_', '$' or '-' between dots`);
+      malformed(
+        source,
+        `placeholder ${text} has ${segment ? `an invalid part "${segment}"` : 'an empty part'}: use letters, digits, '_', '$' or '-' between dots`,
+      );
     }
   }
   const [root, ...path] = segments;

@@ -29,8 +29,21 @@ describe('LockObserver', () => {
       observer.complete();
 
       const events = await seen;
-      expect(events.map((event) => event.type)).toEqual(['acquired', 'busy', 'busy', 'unavailable', 'released', 'lost']);
-      expect(events[0]).toMatchObject({ keys: ['k'], instance: 'host-a:1', store: 'redis', label: 'job', fences: { k: 7 } });
+      expect(events.map((event) => event.type)).toEqual([
+        'acquired',
+        'busy',
+        'busy',
+        'unavailable',
+        'released',
+        'lost',
+      ]);
+      expect(events[0]).toMatchObject({
+        keys: ['k'],
+        instance: 'host-a:1',
+        store: 'redis',
+        label: 'job',
+        fences: { k: 7 },
+      });
       expect(events[3]).not.toHaveProperty('label');
       expect(events[3]).toMatchObject({ reason: expect.stringContaining('down') });
       expect(events[5]).toMatchObject({ reason: 'it was force-released' });
@@ -87,12 +100,16 @@ describe('LockObserver', () => {
       const name = { 'lock.name': 'order:{params.id}', 'lock.store': 'redis' };
       expect(sumWhere(recorded.get(LOCK_METRICS.acquisitions), { ...name, 'lock.outcome': 'acquired' })).toBe(2);
       expect(sumWhere(recorded.get(LOCK_METRICS.acquisitions), { ...name, 'lock.outcome': 'busy' })).toBe(1);
-      expect(sumWhere(recorded.get(LOCK_METRICS.acquisitions), { 'lock.name': 'unlabelled', 'lock.outcome': 'unavailable' })).toBe(1);
+      expect(
+        sumWhere(recorded.get(LOCK_METRICS.acquisitions), { 'lock.name': 'unlabelled', 'lock.outcome': 'unavailable' }),
+      ).toBe(1);
       const [waits] = histogramWhere(recorded.get(LOCK_METRICS.waitDuration), { ...name, 'lock.outcome': 'acquired' });
       expect(waits.count).toBe(2);
       expect(waits.min).toBeGreaterThanOrEqual(40);
       expect(recorded.get(LOCK_METRICS.waitDuration)?.descriptor.unit).toBe('ms');
-      expect(histogramWhere(recorded.get(LOCK_METRICS.holdDuration), { ...name, 'lock.outcome': 'lost' })[0].count).toBe(1);
+      expect(
+        histogramWhere(recorded.get(LOCK_METRICS.holdDuration), { ...name, 'lock.outcome': 'lost' })[0].count,
+      ).toBe(1);
       expect(sumWhere(recorded.get(LOCK_METRICS.held), name)).toBe(0);
       expect(sumWhere(recorded.get(LOCK_METRICS.lost), name)).toBe(1);
       // Never the rendered key.
@@ -112,7 +129,11 @@ describe('LockObserver', () => {
 
       const [waited, unavailable] = otel.spans();
       expect(waited.name).toBe(LOCK_WAIT_SPAN);
-      expect(waited.attributes).toMatchObject({ 'lock.name': 'report', 'lock.store': 'redlock', 'lock.outcome': 'acquired' });
+      expect(waited.attributes).toMatchObject({
+        'lock.name': 'report',
+        'lock.store': 'redlock',
+        'lock.outcome': 'acquired',
+      });
       const durationMs = waited.duration[0] * 1e3 + waited.duration[1] / 1e6;
       expect(durationMs).toBeGreaterThanOrEqual(24);
       expect(unavailable.attributes).toMatchObject({ 'lock.outcome': 'unavailable', 'lock.key_count': 2 });
@@ -121,7 +142,10 @@ describe('LockObserver', () => {
   });
 
   it('finds an optional peer that is installed, and says why one is not', () => {
-    expect(loadOptionalPeer<{ trace: unknown }>('@opentelemetry/api')).toMatchObject({ loaded: true, module: { trace: expect.anything() } });
+    expect(loadOptionalPeer<{ trace: unknown }>('@opentelemetry/api')).toMatchObject({
+      loaded: true,
+      module: { trace: expect.anything() },
+    });
     expect(loadOptionalPeer('@nestjs-redis-lock/not-a-package')).toEqual({
       loaded: false,
       reason: '@nestjs-redis-lock/not-a-package is not installed',

@@ -36,7 +36,9 @@ export class LockObserver {
     if (!toldOnce) {
       toldOnce = true;
       new Logger('LockService').debug(
-        this.otel.loaded ? 'OpenTelemetry API found: recording lock metrics and wait spans' : `Lock metrics off: ${this.otel.reason}`,
+        this.otel.loaded
+          ? 'OpenTelemetry API found: recording lock metrics and wait spans'
+          : `Lock metrics off: ${this.otel.reason}`,
       );
     }
   }

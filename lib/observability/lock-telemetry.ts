@@ -37,7 +37,9 @@ export type HoldOutcomeName = 'released' | 'lost';
 export const UNLABELLED = 'unlabelled';
 
 /** Wait and hold times of locks span from a fraction of a millisecond to minutes. */
-const DURATION_BUCKETS_MS = [0, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000];
+const DURATION_BUCKETS_MS = [
+  0, 1, 2, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 300_000,
+];
 
 /** Labels kept with their attribute objects; past this many, attributes are built per call (no growth). */
 const MAX_CACHED_LABELS = 1_000;
@@ -94,7 +96,10 @@ export class LockTelemetry {
       description: 'Time from a grant to its release or loss',
     });
     this.held = meter.createUpDownCounter(LOCK_METRICS.held, { unit: '{lock}', description: 'Locks held now' });
-    this.lostCount = meter.createCounter(LOCK_METRICS.lost, { unit: '{lock}', description: 'Locks lost before release' });
+    this.lostCount = meter.createCounter(LOCK_METRICS.lost, {
+      unit: '{lock}',
+      description: 'Locks lost before release',
+    });
     this.tracer = api.trace.getTracer(LOCK_INSTRUMENTATION_SCOPE);
   }
 

@@ -77,7 +77,11 @@ const ACQUIRE_OPTIONS: ReadonlySet<string> = new Set<keyof AcquireOptions>([
 export function checkAcquireOptionNames(options: object): void {
   for (const option in options) {
     if (!ACQUIRE_OPTIONS.has(option)) {
-      throw new LockOptionsError(option, (options as Record<string, unknown>)[option], `one of the options: ${[...ACQUIRE_OPTIONS].join(', ')}`);
+      throw new LockOptionsError(
+        option,
+        (options as Record<string, unknown>)[option],
+        `one of the options: ${[...ACQUIRE_OPTIONS].join(', ')}`,
+      );
     }
   }
 }
@@ -93,10 +97,18 @@ function shapeOf(limit: unknown, mode: unknown): LockShape | undefined {
   }
   if (limit !== undefined) {
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
-      throw new LockOptionsError('limit', limit, `an integer from 1 to ${MAX_LIMIT}: how many holders the key admits at once`);
+      throw new LockOptionsError(
+        'limit',
+        limit,
+        `an integer from 1 to ${MAX_LIMIT}: how many holders the key admits at once`,
+      );
     }
     if (mode !== undefined) {
-      throw new LockOptionsError('limit', limit, "no 'mode' beside it: a key is a semaphore or a read-write lock, not both");
+      throw new LockOptionsError(
+        'limit',
+        limit,
+        "no 'mode' beside it: a key is a semaphore or a read-write lock, not both",
+      );
     }
     return { kind: 'semaphore', limit };
   }

@@ -40,7 +40,8 @@ export function isLendableClient(value: unknown): value is IoredisLikeClient | N
 /** A Redis Cluster client of either family (a Cluster is one deployment, never a Redlock node). */
 export function isClusterClient(value: unknown): boolean {
   if (isIoredisClient(value)) return value.isCluster === true;
-  if (isNodeRedisClient(value)) return 'masters' in value && typeof (value as { nodeClient?: unknown }).nodeClient === 'function';
+  if (isNodeRedisClient(value))
+    return 'masters' in value && typeof (value as { nodeClient?: unknown }).nodeClient === 'function';
   return false;
 }
 

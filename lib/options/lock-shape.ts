@@ -6,9 +6,7 @@
  * one of several holders of the key, each with its own token, expiry and fence.
  */
 export type LockShape =
-  | { readonly kind: 'mutex' }
-  | { readonly kind: 'semaphore'; readonly limit: number }
-  | { readonly kind: 'read' };
+  { readonly kind: 'mutex' } | { readonly kind: 'semaphore'; readonly limit: number } | { readonly kind: 'read' };
 
 /** The shape of a call without `limit` or `mode`. */
 export const MUTEX: LockShape = Object.freeze({ kind: 'mutex' });

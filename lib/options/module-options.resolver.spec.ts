@@ -19,7 +19,11 @@ describe('resolveLockOptions', () => {
 
   it('undefined options (a forRootAsync factory that returned nothing, or failed) are a LockOptionsError, not an in-process store', () => {
     expect(() => resolveLockOptions(undefined)).toThrow(
-      new LockOptionsError('options', undefined, 'an object of LockModuleOptions from the forRootAsync factory ({} for the defaults)'),
+      new LockOptionsError(
+        'options',
+        undefined,
+        'an object of LockModuleOptions from the forRootAsync factory ({} for the defaults)',
+      ),
     );
   });
 
@@ -68,7 +72,13 @@ describe('resolveLockOptions', () => {
     ['minReplicas.timeout', { redis: 'redis://127.0.0.1:1', minReplicas: { replicas: 1 } }],
     ['minReplicas.replica', { redis: 'redis://127.0.0.1:1', minReplicas: { replica: 1, replicas: 1, timeout: 100 } }],
     ['nodes[0]', { nodes: [createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] })] }],
-    ['minReplicas', { redis: createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] }), minReplicas: { replicas: 1, timeout: 100 } }],
+    [
+      'minReplicas',
+      {
+        redis: createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] }),
+        minReplicas: { replicas: 1, timeout: 100 },
+      },
+    ],
     ['minHold', { maxHold: 60_000, minHold: 120_000 }],
     ['minReplicas.timeout', { redis: 'redis://127.0.0.1:1', ttl: 1_000, minReplicas: { replicas: 1, timeout: 400 } }],
     ['minHold', { minHold: 1e300 }],
@@ -99,13 +109,23 @@ describe('resolveLockOptions', () => {
     expect(error?.message).toContain('redis://app:***@h:7001/1');
     expect(error?.message).not.toContain('s3cret');
     // Every option error prints a URL so: here a `redis` of the wrong scheme.
-    expect(() => resolveLockOptions({ redis: 'http://app:s3cret@h:7001' })).toThrow(/Invalid lock option 'redis': "http:\/\/app:\*\*\*@h:7001\/"/);
+    expect(() => resolveLockOptions({ redis: 'http://app:s3cret@h:7001' })).toThrow(
+      /Invalid lock option 'redis': "http:\/\/app:\*\*\*@h:7001\/"/,
+    );
   });
 
   it.each<[string, LockModuleOptions]>([
     ['a URL of the wrong scheme', { redis: 'http://:s3cret@127.0.0.1:6401' }],
-    ['a node given twice', { nodes: ['redis://:s3cret@127.0.0.1:6401', 'redis://:s3cret@127.0.0.1:6401/0', 'redis://h:3'] }],
-    ['options with a password given twice', { nodes: [{ host: 'h', port: 1, password: 's3cret' }, { host: 'h', port: 1, password: 's3cret' }, 'redis://g:1'] }],
+    [
+      'a node given twice',
+      { nodes: ['redis://:s3cret@127.0.0.1:6401', 'redis://:s3cret@127.0.0.1:6401/0', 'redis://h:3'] },
+    ],
+    [
+      'options with a password given twice',
+      {
+        nodes: [{ host: 'h', port: 1, password: 's3cret' }, { host: 'h', port: 1, password: 's3cret' }, 'redis://g:1'],
+      },
+    ],
     ['redis and nodes together', { redis: 'redis://h:1', nodes: ['redis://:s3cret@g:2'] }],
     ["a password with an unencoded '#'", { redis: 'redis://default:s3cr#t@127.0.0.1:6401' }],
     ['a port above 65535', { redis: 'redis://:s3cret@127.0.0.1:99999' }],
@@ -133,9 +153,13 @@ describe('resolveLockOptions', () => {
     expect(() => resolveLockOptions({ redis: 'redis://default:s3cr#t@127.0.0.1:6401' })).toThrow(
       /^Invalid lock option 'redis': "redis:\/\/default:\*\*\*@127\.0\.0\.1:6401"\. Expected a URL that parses: in a password, '#'/,
     );
-    expect(() => resolveLockOptions({ nodes: ['redis://a:1', 'redis://:x@b:99999', 'redis://c:1'] })).toThrow(/Invalid lock option 'nodes\[1\]': "redis:\/\/:\*\*\*@b:99999"/);
+    expect(() => resolveLockOptions({ nodes: ['redis://a:1', 'redis://:x@b:99999', 'redis://c:1'] })).toThrow(
+      /Invalid lock option 'nodes\[1\]': "redis:\/\/:\*\*\*@b:99999"/,
+    );
     // Encoded, it is accepted.
-    expect(() => resolveLockOptions({ redis: `redis://default:${encodeURIComponent('s3cr#t')}@127.0.0.1:6401` })).not.toThrow();
+    expect(() =>
+      resolveLockOptions({ redis: `redis://default:${encodeURIComponent('s3cr#t')}@127.0.0.1:6401` }),
+    ).not.toThrow();
   });
 
   it('accepts URLs, options and client instances, and Infinity for wait and maxHold', () => {
@@ -144,7 +168,11 @@ describe('resolveLockOptions', () => {
     expect(() => resolveLockOptions({ redis: { host: '127.0.0.1', port: 6380 } })).not.toThrow();
     expect(() => resolveLockOptions({ redis: client, wait: Infinity, maxHold: Infinity })).not.toThrow();
     expect(() => resolveLockOptions({ nodes: [client, 'rediss://h:1', { port: 1 }] })).not.toThrow();
-    expect(() => resolveLockOptions({ nodes: ['redis://h:7001', 'redis://h:7002', { host: 'h', port: 7003 }, 'redis://g:7001', '/tmp/r.sock'] })).not.toThrow();
+    expect(() =>
+      resolveLockOptions({
+        nodes: ['redis://h:7001', 'redis://h:7002', { host: 'h', port: 7003 }, 'redis://g:7001', '/tmp/r.sock'],
+      }),
+    ).not.toThrow();
     // One client lent twice is one server voting twice.
     expect(() => resolveLockOptions({ nodes: [client, 'redis://h:7001', client] })).toThrow(LockOptionsError);
     client.disconnect();
@@ -152,7 +180,12 @@ describe('resolveLockOptions', () => {
 
   it('accepts node-redis (v4, v5) clients and clusters and iovalkey clients, recognised by shape', () => {
     const valkey = new Valkey({ lazyConnect: true });
-    for (const redis of [createClient(), createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] }), createClientV4(), valkey]) {
+    for (const redis of [
+      createClient(),
+      createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] }),
+      createClientV4(),
+      valkey,
+    ]) {
       expect(() => resolveLockOptions({ redis })).not.toThrow();
     }
     expect(() => resolveLockOptions({ nodes: [createClient(), createClientV4(), valkey] })).not.toThrow();
@@ -161,11 +194,15 @@ describe('resolveLockOptions', () => {
 
   it('minReplicas: validated and kept; off by default', () => {
     expect(resolveLockOptions({ redis: 'redis://127.0.0.1:1' }).minReplicas).toBeUndefined();
-    expect(resolveLockOptions({ redis: 'redis://127.0.0.1:1', minReplicas: { replicas: 2, timeout: 50 } }).minReplicas).toEqual({
+    expect(
+      resolveLockOptions({ redis: 'redis://127.0.0.1:1', minReplicas: { replicas: 2, timeout: 50 } }).minReplicas,
+    ).toEqual({
       replicas: 2,
       timeout: 50,
     });
-    expect(resolveLockOptions({ nodes: ['redis://127.0.0.1:1'], minReplicas: { replicas: 1, timeout: 50 } }).minReplicas).toEqual({
+    expect(
+      resolveLockOptions({ nodes: ['redis://127.0.0.1:1'], minReplicas: { replicas: 1, timeout: 50 } }).minReplicas,
+    ).toEqual({
       replicas: 1,
       timeout: 50,
     });

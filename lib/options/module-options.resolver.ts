@@ -5,7 +5,13 @@
 import { hostname } from 'node:os';
 import { LockOptionsError } from '../errors';
 import { isClusterClient, isLendableClient, isNodeRedisClient } from './client-shape';
-import type { LockModuleOptions, MinReplicas, RedlockNode, ResolvedLockOptions, StartupCheck } from './lock-options.interface';
+import type {
+  LockModuleOptions,
+  MinReplicas,
+  RedlockNode,
+  ResolvedLockOptions,
+  StartupCheck,
+} from './lock-options.interface';
 import { flag, holdBounds, holdTime, leaseLength, nonNegative, printableName, replicaBudget } from './validators';
 
 /** The documented defaults (README, "Configuration"). */
@@ -47,7 +53,11 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
   // nothing, or from one that threw under `abortOnError: false`, where Nest goes on building the module. Taking
   // it for "no Redis" would run an in-process store (and warn about it) in place of the Redis the app configures.
   if (options === undefined) {
-    throw new LockOptionsError('options', options, 'an object of LockModuleOptions from the forRootAsync factory ({} for the defaults)');
+    throw new LockOptionsError(
+      'options',
+      options,
+      'an object of LockModuleOptions from the forRootAsync factory ({} for the defaults)',
+    );
   }
   const given: LockModuleOptions = options;
   if (typeof given !== 'object' || given === null) {
@@ -57,7 +67,12 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     if (!KNOWN_OPTIONS.has(option)) {
       // Its value is not shown: an option put at the wrong level is often a credential (password, username).
       const value = (given as Record<string, unknown>)[option];
-      throw new LockOptionsError(option, value, `one of the options: ${[...KNOWN_OPTIONS].join(', ')}`, `a value of type ${typeof value}`);
+      throw new LockOptionsError(
+        option,
+        value,
+        `one of the options: ${[...KNOWN_OPTIONS].join(', ')}`,
+        `a value of type ${typeof value}`,
+      );
     }
   }
   if (given.redis !== undefined && given.nodes !== undefined) {
@@ -124,7 +139,11 @@ const STARTUP_CHECKS: readonly StartupCheck[] = ['warn', 'fail', 'off'];
 
 function startupCheck(value: unknown): StartupCheck {
   if (!STARTUP_CHECKS.includes(value as StartupCheck)) {
-    throw new LockOptionsError('startupCheck', value, "'warn' (log a store that does not answer), 'fail' (fail the bootstrap) or 'off'");
+    throw new LockOptionsError(
+      'startupCheck',
+      value,
+      "'warn' (log a store that does not answer), 'fail' (fail the bootstrap) or 'off'",
+    );
   }
   return value as StartupCheck;
 }
@@ -163,14 +182,26 @@ function checkMinReplicas(value: unknown, ttl: number, onRedis: boolean): MinRep
     throw new LockOptionsError(`minReplicas.${other}`, others[other], "no field but 'replicas' and 'timeout'");
   }
   if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 1) {
-    throw new LockOptionsError('minReplicas.replicas', replicas, 'an integer from 1: how many replicas must acknowledge each grant');
+    throw new LockOptionsError(
+      'minReplicas.replicas',
+      replicas,
+      'an integer from 1: how many replicas must acknowledge each grant',
+    );
   }
   if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < 1) {
-    throw new LockOptionsError('minReplicas.timeout', timeout, 'an integer number of milliseconds from 1 (WAIT 0 would block forever)');
+    throw new LockOptionsError(
+      'minReplicas.timeout',
+      timeout,
+      'an integer number of milliseconds from 1 (WAIT 0 would block forever)',
+    );
   }
   replicaBudget(timeout, ttl, 'minReplicas.timeout', timeout);
   if (!onRedis) {
-    throw new LockOptionsError('minReplicas', value, "'redis' or 'nodes' as well: the in-process store has no replicas");
+    throw new LockOptionsError(
+      'minReplicas',
+      value,
+      "'redis' or 'nodes' as well: the in-process store has no replicas",
+    );
   }
   return { replicas, timeout };
 }
@@ -251,7 +282,10 @@ function checkConnection(option: string, value: unknown, clusterAllowed: boolean
         (clusterAllowed ? ' or createCluster()' : ''),
     );
   }
-  if (options.port !== undefined && !(Number.isInteger(options.port) && Number(options.port) > 0 && Number(options.port) < 65536)) {
+  if (
+    options.port !== undefined &&
+    !(Number.isInteger(options.port) && Number(options.port) > 0 && Number(options.port) < 65536)
+  ) {
     throw new LockOptionsError(`${option}.port`, options.port, 'an integer port from 1 to 65535');
   }
   if (options.host !== undefined && typeof options.host !== 'string') {

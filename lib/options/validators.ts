@@ -51,7 +51,11 @@ export function holdTime(option: string, value: unknown): number {
  */
 export function holdBounds(maxHold: number, minHold: number): { maxHold: number; minHold: number } {
   if (minHold > maxHold) {
-    throw new LockOptionsError('minHold', minHold, `at most maxHold (${maxHold} ms): a lock is never held longer than maxHold`);
+    throw new LockOptionsError(
+      'minHold',
+      minHold,
+      `at most maxHold (${maxHold} ms): a lock is never held longer than maxHold`,
+    );
   }
   return { maxHold, minHold };
 }
@@ -60,7 +64,12 @@ export function holdBounds(maxHold: number, minHold: number): { maxHold: number;
 export function printableName(option: string, value: unknown, maxLength: number): string {
   // Control characters would garble log lines and metric labels.
   // eslint-disable-next-line no-control-regex -- matching control characters is the point
-  if (typeof value !== 'string' || value.length === 0 || value.length > maxLength || /[\u0000-\u001f\u007f]/.test(value)) {
+  if (
+    typeof value !== 'string' ||
+    value.length === 0 ||
+    value.length > maxLength ||
+    /[\u0000-\u001f\u007f]/.test(value)
+  ) {
     throw new LockOptionsError(option, value, `a non-empty string of at most ${maxLength} printable characters`);
   }
   return value;
@@ -78,7 +87,12 @@ export function flag(option: string, value: unknown): boolean {
  */
 export function replicaBudget(timeout: number, ttl: number, option: string, value: unknown): void {
   if (timeout > ttl / 3) {
-    const expected = option === 'ttl' ? `at least 3 × minReplicas.timeout (${timeout} ms)` : `at most a third of the ttl (${ttl} ms)`;
-    throw new LockOptionsError(option, value, `${expected}: a renewal is sent about ttl/3 before the lease ends, and may wait that long for replicas`);
+    const expected =
+      option === 'ttl' ? `at least 3 × minReplicas.timeout (${timeout} ms)` : `at most a third of the ttl (${ttl} ms)`;
+    throw new LockOptionsError(
+      option,
+      value,
+      `${expected}: a renewal is sent about ttl/3 before the lease ends, and may wait that long for replicas`,
+    );
   }
 }

@@ -8,9 +8,13 @@ describe('createLockStore', () => {
   it('warns that Redlock over 2 nodes tolerates no node down; 3 nodes are not warned about', async () => {
     const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
     const two = createLockStore(resolveLockOptions({ nodes: ['redis://127.0.0.1:7001', 'redis://127.0.0.1:7002'] }));
-    expect(warn.mock.calls.map(([message]) => String(message))).toEqual([expect.stringContaining('Redlock over 2 nodes')]);
+    expect(warn.mock.calls.map(([message]) => String(message))).toEqual([
+      expect.stringContaining('Redlock over 2 nodes'),
+    ]);
     warn.mockClear();
-    const three = createLockStore(resolveLockOptions({ nodes: ['redis://127.0.0.1:7001', 'redis://127.0.0.1:7002', 'redis://127.0.0.1:7003'] }));
+    const three = createLockStore(
+      resolveLockOptions({ nodes: ['redis://127.0.0.1:7001', 'redis://127.0.0.1:7002', 'redis://127.0.0.1:7003'] }),
+    );
     expect(warn).not.toHaveBeenCalled();
     await Promise.all([two.close(), three.close()]);
   });

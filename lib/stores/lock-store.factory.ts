@@ -7,12 +7,16 @@ import { RedlockLockStore } from './redlock/redlock-lock.store';
 
 /** Chooses the store from the validated options: Redlock over `nodes`, one Redis, or in-process. */
 export function createLockStore(options: ResolvedLockOptions): LockStore {
-  const timing = { driftFactor: options.driftFactor, commandTimeout: options.commandTimeout, minReplicas: options.minReplicas };
+  const timing = {
+    driftFactor: options.driftFactor,
+    commandTimeout: options.commandTimeout,
+    minReplicas: options.minReplicas,
+  };
   if (options.redis !== undefined) return new RedisLockStore(options.redis, timing);
   if (options.nodes !== undefined) {
     if (options.nodes.length === 1) {
       new Logger('LockModule').warn(
-        'Redlock over 1 node: that one Redis decides every lock, with Redlock\'s extra work and no more safety. ' +
+        "Redlock over 1 node: that one Redis decides every lock, with Redlock's extra work and no more safety. " +
           'Use `redis` for one server, or 3 or 5 independent masters for Redlock.',
       );
     } else if (options.nodes.length === 2) {

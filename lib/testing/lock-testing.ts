@@ -94,7 +94,9 @@ export class LockTesting implements OnApplicationShutdown {
           'earlier holdElsewhere not yet released); release it first',
       );
     }
-    const hold = new ElsewhereHold(store, request, instance, outcome, ttl === undefined, (ended) => this.holds.delete(ended));
+    const hold = new ElsewhereHold(store, request, instance, outcome, ttl === undefined, (ended) =>
+      this.holds.delete(ended),
+    );
     this.holds.add(hold);
     return hold;
   }
@@ -171,7 +173,11 @@ export class LockTesting implements OnApplicationShutdown {
     }
     for (const option of Object.keys(options)) {
       if (!HOLD_OPTIONS.has(option)) {
-        throw new LockOptionsError(option, (options as Record<string, unknown>)[option], `one of the options: ${[...HOLD_OPTIONS].join(', ')}`);
+        throw new LockOptionsError(
+          option,
+          (options as Record<string, unknown>)[option],
+          `one of the options: ${[...HOLD_OPTIONS].join(', ')}`,
+        );
       }
     }
     const settings = resolveCallSettings(this.options, { ttl: options.ttl, limit: options.limit, mode: options.mode });
@@ -179,14 +185,22 @@ export class LockTesting implements OnApplicationShutdown {
       const [option, value] = settings.shape.kind === 'semaphore' ? ['limit', settings.shape.limit] : ['mode', 'read'];
       throw new LockOptionsError(option, value, 'one key per call: `limit` and `mode` apply to a single key');
     }
-    return { instance: this.holderName(options.instance), ttl: options.ttl === undefined ? undefined : settings.ttl, shape: settings.shape };
+    return {
+      instance: this.holderName(options.instance),
+      ttl: options.ttl === undefined ? undefined : settings.ttl,
+      shape: settings.shape,
+    };
   }
 
   private holderName(instance: unknown): string {
     if (instance === undefined) return ANOTHER_INSTANCE;
     const name = givenInstanceName(instance);
     if (name === this.options.instance) {
-      throw new LockOptionsError('instance', name, "another instance's name than the application's own (the module's `instance`)");
+      throw new LockOptionsError(
+        'instance',
+        name,
+        "another instance's name than the application's own (the module's `instance`)",
+      );
     }
     return name;
   }

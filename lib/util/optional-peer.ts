@@ -3,7 +3,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 
 /** What a look-up found: the package, or why there is none. */
-export type OptionalPeer<T> = { readonly loaded: true; readonly module: T } | { readonly loaded: false; readonly reason: string };
+export type OptionalPeer<T> =
+  { readonly loaded: true; readonly module: T } | { readonly loaded: false; readonly reason: string };
 
 const cache = new Map<string, OptionalPeer<unknown>>();
 let requireFromHere: NodeRequire | undefined;
@@ -22,11 +23,17 @@ export function loadOptionalPeer<T>(name: string): OptionalPeer<T> {
   if (cached) return cached as OptionalPeer<T>;
   let found: OptionalPeer<T>;
   try {
-    requireFromHere ??= createRequire(typeof __filename === 'string' ? __filename : path.join(process.cwd(), 'index.js'));
+    requireFromHere ??= createRequire(
+      typeof __filename === 'string' ? __filename : path.join(process.cwd(), 'index.js'),
+    );
     found = { loaded: true, module: requireFromHere(name) as T };
   } catch (error) {
-    const missing = (error as { code?: unknown }).code === 'MODULE_NOT_FOUND' && String((error as Error).message).includes(name);
-    found = { loaded: false, reason: missing ? `${name} is not installed` : `${name} failed to load: ${(error as Error).message}` };
+    const missing =
+      (error as { code?: unknown }).code === 'MODULE_NOT_FOUND' && String((error as Error).message).includes(name);
+    found = {
+      loaded: false,
+      reason: missing ? `${name} is not installed` : `${name} failed to load: ${(error as Error).message}`,
+    };
     // A package that is installed but broken deserves a word; a missing optional one does not.
     if (!missing) new Logger('LockModule').warn(`${found.reason}; the features that use it are off`);
   }

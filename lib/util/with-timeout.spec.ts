@@ -49,7 +49,7 @@ describe('deadline buckets', () => {
 });
 
 describe('a deadline bucket', () => {
-  it('reuses its slots once every one was answered, and a stale cancel never clears a slot\'s new holder', () => {
+  it("reuses its slots once every one was answered, and a stale cancel never clears a slot's new holder", () => {
     const bucket = new DeadlineBucket();
     const first = expirable(10);
     bucket.add(first);

@@ -70,7 +70,9 @@ async function main(): Promise<number> {
     }
     throw error;
   }
-  console.log(`redis-server on ${redis.url}; ${INSTANCES} instances, the interest job every ${PERIOD_MS / 1000} s, ${TICKS} ticks`);
+  console.log(
+    `redis-server on ${redis.url}; ${INSTANCES} instances, the interest job every ${PERIOD_MS / 1000} s, ${TICKS} ticks`,
+  );
   try {
     const without = await observe(redis.url, 0);
     console.log(describe('without minHold', without));

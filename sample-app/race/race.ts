@@ -80,9 +80,7 @@ async function race(name: string, locks: boolean, redisUrl: string): Promise<Rac
 
     const prefix = locks ? 'locked' : 'unlocked';
     const accountIds = Array.from({ length: ACCOUNTS }, (_, index) => `${prefix}-${String(index).padStart(2, '0')}`);
-    await Promise.all(
-      accountIds.map((id, index) => deposit(instances[index % instances.length], id, INITIAL_BALANCE)),
-    );
+    await Promise.all(accountIds.map((id, index) => deposit(instances[index % instances.length], id, INITIAL_BALANCE)));
     const totalBefore = ACCOUNTS * INITIAL_BALANCE;
 
     console.log(`[${name}] firing ${TRANSFERS} transfers, ${CONCURRENCY} at a time...`);

@@ -57,7 +57,14 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     const [flag, value = ''] = arg.split('=', 2);
     switch (flag) {
       case '--quick':
-        options = { ...options, rounds: 1, durationMs: 500, warmUpMs: 200, memoryCycles: 100_000, outDir: QUICK_OUT_DIR };
+        options = {
+          ...options,
+          rounds: 1,
+          durationMs: 500,
+          warmUpMs: 200,
+          memoryCycles: 100_000,
+          outDir: QUICK_OUT_DIR,
+        };
         break;
       case '--rounds':
         options = { ...options, rounds: integer(flag, value, 1) };
@@ -74,7 +81,8 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
       case '--only': {
         const wanted = value.split(',').filter(Boolean);
         const unknown = wanted.filter((id) => !WORKLOADS.some((workload) => workload.id === id));
-        if (unknown.length > 0 || wanted.length === 0) throw new Error(`unknown workload(s) ${unknown.join(', ')}\n${USAGE}`);
+        if (unknown.length > 0 || wanted.length === 0)
+          throw new Error(`unknown workload(s) ${unknown.join(', ')}\n${USAGE}`);
         options = { ...options, workloads: wanted as WorkloadId[] };
         break;
       }
@@ -87,6 +95,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
 
 function integer(flag: string, value: string, min: number): number {
   const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < min) throw new Error(`${flag} needs an integer >= ${min}, got "${value}"\n${USAGE}`);
+  if (!Number.isInteger(parsed) || parsed < min)
+    throw new Error(`${flag} needs an integer >= ${min}, got "${value}"\n${USAGE}`);
   return parsed;
 }

@@ -82,7 +82,9 @@ async function closeLineups(lineups: Iterable<Lineup>): Promise<void> {
 function working(lineup: Lineup): [ContestantEntry, Contestant][] {
   return ENTRIES.flatMap((entry) => {
     const contestant = lineup.get(entry.id);
-    return contestant === undefined || contestant instanceof Error ? [] : [[entry, contestant] as [ContestantEntry, Contestant]];
+    return contestant === undefined || contestant instanceof Error
+      ? []
+      : [[entry, contestant] as [ContestantEntry, Contestant]];
   });
 }
 
@@ -97,7 +99,12 @@ function sitsOut(workload: WorkloadSpec, entry: ContestantEntry): string | undef
   return undefined;
 }
 
-async function runBench(options: BenchOptions, servers: BenchServers, signal: AbortSignal, lineups: Map<Topology, Lineup>): Promise<BenchResults> {
+async function runBench(
+  options: BenchOptions,
+  servers: BenchServers,
+  signal: AbortSignal,
+  lineups: Map<Topology, Lineup>,
+): Promise<BenchResults> {
   const startedAt = performance.now();
   const workloads = WORKLOADS.filter((workload) => options.workloads.includes(workload.id));
   const args = process.argv.slice(2);
@@ -119,7 +126,8 @@ async function runBench(options: BenchOptions, servers: BenchServers, signal: Ab
     const lineup = await createLineup(ENTRIES, urls);
     lineups.set(topology, lineup);
     // Warm-up: JIT, connections, script caches; not measured.
-    for (const [entry, contestant] of working(lineup)) await runParallel(contestant, `bench:warmup:${topology}:${entry.id}`, 64, options.warmUpMs);
+    for (const [entry, contestant] of working(lineup))
+      await runParallel(contestant, `bench:warmup:${topology}:${entry.id}`, 64, options.warmUpMs);
   }
 
   // Which scripts each contestant runs, learnt under MONITOR before anything is measured (see script-census.ts).
@@ -152,7 +160,9 @@ async function runBench(options: BenchOptions, servers: BenchServers, signal: Ab
           workload.kind === 'turns'
             ? `, ${metrics.clientCommandsPerAcquisition.toFixed(2)} client / ${metrics.allCommandsPerAcquisition.toFixed(2)} all cmds, ` +
               `${metrics.redisCpuUsPerAcquisition.toFixed(1)} µs Redis CPU per acq.` +
-              (entry.role === 'library' && !UNCOUNTED_CLIENT_SIDE.includes(entry.id) ? `, ${metrics.acquireScriptsPerAcquisition.toFixed(2)} acquire scripts per acq.` : '')
+              (entry.role === 'library' && !UNCOUNTED_CLIENT_SIDE.includes(entry.id)
+                ? `, ${metrics.acquireScriptsPerAcquisition.toFixed(2)} acquire scripts per acq.`
+                : '')
             : '';
         log(`${tag} ${entry.label.padEnd(34)} ${metrics.opsPerSec.toFixed(0).padStart(7)} ops/s${extra}`);
       };
@@ -190,7 +200,10 @@ async function runBench(options: BenchOptions, servers: BenchServers, signal: Ab
         signal.throwIfAborted();
         try {
           const key = `bench:r${round}:${workload.id}:${entry.id}`;
-          report(entry, await measureTurns(workload, contestantOf(entry), servers.single.port, key, options.durationMs, census));
+          report(
+            entry,
+            await measureTurns(workload, contestantOf(entry), servers.single.port, key, options.durationMs, census),
+          );
         } catch (error) {
           failed(entry, error as Error);
         }

@@ -12,7 +12,9 @@ import { waiterAsleep } from '../support/waiters';
 
 /** How many connections a server has now (this probe's own included). */
 async function connections(server: RedisProcess): Promise<number> {
-  return String(await server.command('CLIENT', 'LIST')).trim().split('\n').length;
+  return String(await server.command('CLIENT', 'LIST'))
+    .trim()
+    .split('\n').length;
 }
 
 /**
@@ -60,7 +62,11 @@ describe('LockModule with a lent client of each family', () => {
       await next.release();
       await holder.close();
       await waiter.close();
-      await eventually(async () => (await connections(servers[0])) === baseline, 2_000, 'the module connections closed');
+      await eventually(
+        async () => (await connections(servers[0])) === baseline,
+        2_000,
+        'the module connections closed',
+      );
       expect(lent.isOpen()).toBe(true);
       expect(await lent.ping()).toBe('PONG');
     });
@@ -83,11 +89,15 @@ describe('LockModule with a lent client of each family', () => {
       CLIENT_FAMILIES.iovalkey.client(servers[2].url),
     ]);
     try {
-      const app = await createLockApp({ nodes: lentNodes.map((node) => node.client) as LockModuleOptions['nodes'], ttl: 2_000 });
+      const app = await createLockApp({
+        nodes: lentNodes.map((node) => node.client) as LockModuleOptions['nodes'],
+        ttl: 2_000,
+      });
       const key = uniqueKey('mixed');
       const lock = await app.locks.acquire(key, { wait: 0 });
       await eventually(
-        async () => (await Promise.all(servers.map((server) => server.command('EXISTS', `lock:{${key}}`)))).every((n) => n === 1),
+        async () =>
+          (await Promise.all(servers.map((server) => server.command('EXISTS', `lock:{${key}}`)))).every((n) => n === 1),
         1_000,
         'held on all three nodes',
       );
@@ -155,7 +165,8 @@ describe('LockModule with a lent client of each family', () => {
     for (const option of options) expect(() => LockModule.forRoot(option)).not.toThrow();
     // Only the iovalkey clients hold resources before connecting; node-redis ones were never connected.
     for (const option of options) {
-      for (const client of [option.redis, ...(option.nodes ?? [])]) if (client instanceof Valkey || client instanceof ValkeyCluster) client.disconnect();
+      for (const client of [option.redis, ...(option.nodes ?? [])])
+        if (client instanceof Valkey || client instanceof ValkeyCluster) client.disconnect();
     }
   });
 });

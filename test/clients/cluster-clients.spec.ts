@@ -6,12 +6,22 @@ import { type RedisClusterProcess, startRedisCluster } from '../support/redis-cl
 import type { RedisProcess } from '../support/redis-server';
 
 const ADD = lockScript('nestLockTestAdd', "return redis.call('INCRBY', KEYS[1], ARGV[1])");
-const SUM2 = lockScript('nestLockTestSum2', "return redis.call('INCRBY', KEYS[1], 1) + redis.call('INCRBY', KEYS[2], 1)");
+const SUM2 = lockScript(
+  'nestLockTestSum2',
+  "return redis.call('INCRBY', KEYS[1], 1) + redis.call('INCRBY', KEYS[2], 1)",
+);
 
 const logger = new Logger('LockClientTest');
 
 async function totalConnections(nodes: readonly RedisProcess[]): Promise<number> {
-  const counts = await Promise.all(nodes.map(async (node) => String(await node.command('CLIENT', 'LIST')).trim().split('\n').length));
+  const counts = await Promise.all(
+    nodes.map(
+      async (node) =>
+        String(await node.command('CLIENT', 'LIST'))
+          .trim()
+          .split('\n').length,
+    ),
+  );
   return counts.reduce((sum, count) => sum + count, 0);
 }
 
@@ -72,7 +82,7 @@ describe('LockClient on a real Redis Cluster (3 masters, 1 replica each)', () =>
       await expect(client.ping()).resolves.toBeUndefined();
     });
 
-    it("WAITs on the master that ran the script: its replica acknowledges", async () => {
+    it('WAITs on the master that ran the script: its replica acknowledges', async () => {
       const client = lockClient();
       for (const { key, replica } of spread) {
         const { reply, acks } = await client.runScriptAndWait(ADD, [`{${key}}:waited`], [1], 1, 1_000);
@@ -85,7 +95,9 @@ describe('LockClient on a real Redis Cluster (3 masters, 1 replica each)', () =>
 
     it('keys of one script in different slots: the error says so (CROSSSLOT)', async () => {
       const client = lockClient();
-      await expect(client.runScript(SUM2, [spread[0].key, spread[1].key], [])).rejects.toThrow(/CROSSSLOT|same slot|cross slot/i);
+      await expect(client.runScript(SUM2, [spread[0].key, spread[1].key], [])).rejects.toThrow(
+        /CROSSSLOT|same slot|cross slot/i,
+      );
       // Sharing a hash tag, they are fine.
       expect(Number(await client.runScript(SUM2, [`{${spread[0].key}}:a`, `{${spread[0].key}}:b`], []))).toBe(2);
     });

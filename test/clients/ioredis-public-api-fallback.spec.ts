@@ -67,7 +67,10 @@ describe('ioredis adapter without the internals it reads: the public-API path', 
   it('a master with a replica and minReplicas: the script + WAIT pipeline by EVALSHA (EVAL after NOSCRIPT), acknowledged', async () => {
     const replicated = await startMasterWithReplica();
     try {
-      await lockWaitRelease({ redis: replicated.master.url, minReplicas: { replicas: 1, timeout: 2_000 } }, 'fallback-wait');
+      await lockWaitRelease(
+        { redis: replicated.master.url, minReplicas: { replicas: 1, timeout: 2_000 } },
+        'fallback-wait',
+      );
       expect(ownCommandWritten).not.toHaveBeenCalled();
     } finally {
       await replicated.stop();
@@ -99,7 +102,12 @@ describe('ioredis internals of the ioredis installed', () => {
   it('are all found on a standalone connection, so the fast path is the one the other suites run', () => {
     const connection = new Redis({ lazyConnect: true });
     try {
-      expect(new IoredisInternals(connection).found).toEqual({ ownCommands: true, readyCheck: true, commandQueue: true, stream: true });
+      expect(new IoredisInternals(connection).found).toEqual({
+        ownCommands: true,
+        readyCheck: true,
+        commandQueue: true,
+        stream: true,
+      });
     } finally {
       connection.disconnect();
     }

@@ -16,7 +16,9 @@ const logger = new Logger('LockClientTest');
 
 /** How many connections a server has now (this probe's own included). */
 async function connections(server: RedisProcess): Promise<number> {
-  return String(await server.command('CLIENT', 'LIST')).trim().split('\n').length;
+  return String(await server.command('CLIENT', 'LIST'))
+    .trim()
+    .split('\n').length;
 }
 
 let counter = 0;
@@ -79,7 +81,11 @@ describe.each(CLIENT_FAMILY_NAMES.map((name) => [name]))('LockClient over a lent
     await server.command('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
     // The first command may meet the dying socket (rejected, never run): it is tried again until one runs.
     await eventually(
-      () => client.runScript(ECHO, [key], ['b', 2]).then(() => true, () => false),
+      () =>
+        client.runScript(ECHO, [key], ['b', 2]).then(
+          () => true,
+          () => false,
+        ),
       5_000,
       'a script ran on the new connection',
     );

@@ -2,7 +2,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { LockNotAcquiredError, type LockModuleOptions, LockUnavailableError } from '../../lib';
 import { commandTimeoutFor } from '../../lib/stores/shared/timing';
 import { rejectionOf } from '../core/helpers/timing';
-import { CLIENT_FAMILIES, CLIENT_FAMILY_NAMES, type ClientFamilyName, type LentClient } from '../support/client-families';
+import {
+  CLIENT_FAMILIES,
+  CLIENT_FAMILY_NAMES,
+  type ClientFamilyName,
+  type LentClient,
+} from '../support/client-families';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { type RedisProcess, startRedisServers } from '../support/redis-server';
 
@@ -29,7 +34,9 @@ describe.each(FAMILIES.map((name) => [name]))('Redlock over 3 nodes lent as %s c
   beforeAll(async () => {
     servers = await startRedisServers(3);
     // Two modules, each over clients of its own (as two processes would be).
-    lent = await Promise.all([0, 1].map(() => Promise.all(servers.map((server) => CLIENT_FAMILIES[name].client(server.url)))));
+    lent = await Promise.all(
+      [0, 1].map(() => Promise.all(servers.map((server) => CLIENT_FAMILIES[name].client(server.url)))),
+    );
   });
   afterAll(async () => {
     await Promise.all(lent.flat().map((client) => client.close()));
@@ -38,7 +45,8 @@ describe.each(FAMILIES.map((name) => [name]))('Redlock over 3 nodes lent as %s c
   const apps = trackLockApps();
   // Registered after trackLockApps, so it runs before it (hooks unwind): the apps close on live servers.
   afterEach(() => servers.forEach((server) => server.resume()));
-  const nodes = (app: number): LockModuleOptions['nodes'] => lent[app].map((client) => client.client) as LockModuleOptions['nodes'];
+  const nodes = (app: number): LockModuleOptions['nodes'] =>
+    lent[app].map((client) => client.client) as LockModuleOptions['nodes'];
 
   it('1 of 3 paused: granted without waiting for it; busy for the other; a release wakes the waiter', async () => {
     const holder = await apps.start({ nodes: nodes(0), ttl: TTL_MS });

@@ -12,7 +12,7 @@ const GET = lockScript('nestLockTestBatchGet', "return redis.call('GET', KEYS[1]
 /** INCR: the server's own error (not an integer) when the key holds text. */
 const INCR = lockScript('nestLockTestBatchIncr', "return redis.call('INCR', KEYS[1])");
 /** A Lua runtime error (not one a command raised). */
-const BROKEN = lockScript('nestLockTestBatchBroken', "local missing = nil; return missing.field");
+const BROKEN = lockScript('nestLockTestBatchBroken', 'local missing = nil; return missing.field');
 /** Returns nothing: nil in Lua (a GET of a missing key is false there, not nil). */
 const NOTHING = lockScript('nestLockTestBatchNothing', "redis.call('SET', KEYS[1], 'nothing')");
 /** Replies of every kind, nested. */
@@ -100,7 +100,13 @@ describe('script calls of one tick, batched (ioredis, a connection of the module
       client.runScript(BROKEN, [number], []),
       client.runScript(INCR, [number], []),
     ]);
-    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    expect(outcomes.map((outcome) => outcome.status)).toEqual([
+      'fulfilled',
+      'fulfilled',
+      'rejected',
+      'rejected',
+      'fulfilled',
+    ]);
     expect((outcomes[4] as PromiseFulfilledResult<unknown>).value).toBe(3);
     const integerError = (outcomes[2] as PromiseRejectedResult).reason as Error;
     expect(integerError).toBeInstanceOf(Error);
@@ -143,7 +149,10 @@ describe('script calls of one tick, batched (ioredis, a connection of the module
   it('a script made after earlier batches is batched too (a new batch script), in order', async () => {
     const key = freshKey('late');
     await Promise.all([client.runScript(GET, [key], []), client.runScript(GET, [key], [])]);
-    const late = lockScript(`nestLockTestBatchLate${counter}`, "redis.call('APPEND', KEYS[1], ARGV[1]) return redis.call('GET', KEYS[1])");
+    const late = lockScript(
+      `nestLockTestBatchLate${counter}`,
+      "redis.call('APPEND', KEYS[1], ARGV[1]) return redis.call('GET', KEYS[1])",
+    );
     const replies = await Promise.all([
       client.runScript(SET, [key], ['a']),
       client.runScript(late, [key], ['b']),
@@ -158,7 +167,11 @@ describe('script calls of one tick, batched (ioredis, a connection of the module
     const key = freshKey('flushed');
     // Both scripts and a batch first, so the server knows every script (each sent in full on its first use on
     // the connection) before it forgets them.
-    await Promise.all([client.runScript(SET, [key], ['0']), client.runScript(GET, [key], []), client.runScript(GET, [key], [])]);
+    await Promise.all([
+      client.runScript(SET, [key], ['0']),
+      client.runScript(GET, [key], []),
+      client.runScript(GET, [key], []),
+    ]);
     const count = countScriptCalls([server.port]);
     let replies: unknown[];
     try {
@@ -193,7 +206,9 @@ describe('script calls of one tick, batched (ioredis, a connection of the module
         expect(outcome.status).toBe('rejected');
         expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(CommandTimeoutError);
       }
-      expect(outcomes.map((outcome) => ((outcome as PromiseRejectedResult).reason as CommandTimeoutError).timeoutMs)).toEqual([150, 150, 300]);
+      expect(
+        outcomes.map((outcome) => ((outcome as PromiseRejectedResult).reason as CommandTimeoutError).timeoutMs),
+      ).toEqual([150, 150, 300]);
     } finally {
       server.resume();
     }
@@ -204,11 +219,15 @@ describe('script calls of one tick, batched (ioredis, a connection of the module
       readonly writableCorked: number;
       readonly writableLength: number;
     }
-    const socketOf = (lockClient: LockClient): Socket => (lockClient as unknown as { connection: { stream: Socket } }).connection.stream;
+    const socketOf = (lockClient: LockClient): Socket =>
+      (lockClient as unknown as { connection: { stream: Socket } }).connection.stream;
     const first = client.runScript(SET, [freshKey('idle')], ['first']);
     // Nothing was in flight: handed to the kernel now (nothing left in the socket's buffer), not held in a cork.
     const afterFirst = { ...pick(socketOf(client)) };
-    const later = [client.runScript(SET, [freshKey('idle')], ['second']), client.runScript(SET, [freshKey('idle')], ['third'])];
+    const later = [
+      client.runScript(SET, [freshKey('idle')], ['second']),
+      client.runScript(SET, [freshKey('idle')], ['third']),
+    ];
     expect(await Promise.all([first, ...later])).toEqual(['first', 'second', 'third']);
     expect(afterFirst).toEqual({ writableCorked: 0, writableLength: 0 });
 
@@ -244,7 +263,11 @@ describe('script calls of one tick, batched (ioredis, a connection of the module
 async function startClusterModeNode(): Promise<RedisProcess> {
   const node = await startRedis({ args: ['--cluster-enabled', 'yes', '--cluster-config-file', '{dir}/nodes.conf'] });
   await node.command('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
-  await eventually(async () => String(await node.command('CLUSTER', 'INFO')).includes('cluster_state:ok'), 10_000, 'cluster ok');
+  await eventually(
+    async () => String(await node.command('CLUSTER', 'INFO')).includes('cluster_state:ok'),
+    10_000,
+    'cluster ok',
+  );
   return node;
 }
 
@@ -276,7 +299,9 @@ describe('where batches do not fit', () => {
   it('a batch refused with CROSSSLOT: each call goes again on its own, answered; no batches after that', async () => {
     const node = await startClusterModeNode();
     const warnings: string[] = [];
-    const warning = vi.spyOn(Logger.prototype, 'warn').mockImplementation((message: unknown) => void warnings.push(String(message)));
+    const warning = vi
+      .spyOn(Logger.prototype, 'warn')
+      .mockImplementation((message: unknown) => void warnings.push(String(message)));
     const client = createLockClient(node.url, { label: 'sharding server', logger, writeFirstWhenIdle: true });
     try {
       await toldNoBatches(client);
@@ -284,10 +309,14 @@ describe('where batches do not fit', () => {
       (client as unknown as { tickBatch: { batches: boolean } }).tickBatch.batches = true;
       const count = countScriptCalls([node.port]);
       try {
-        expect(await Promise.all(['{a}', '{b}', '{c}'].map((tag, i) => client.runScript(SET, [`${tag}key`], [String(i)])))).toEqual(['0', '1', '2']);
+        expect(
+          await Promise.all(['{a}', '{b}', '{c}'].map((tag, i) => client.runScript(SET, [`${tag}key`], [String(i)]))),
+        ).toEqual(['0', '1', '2']);
         // The first call alone, the refused batch of two, and those two again, each alone.
         expect(count.commands).toBe(4);
-        expect(await Promise.all(['{a}', '{b}', '{c}'].map((tag) => client.runScript(GET, [`${tag}key`], [])))).toEqual(['0', '1', '2']);
+        expect(await Promise.all(['{a}', '{b}', '{c}'].map((tag) => client.runScript(GET, [`${tag}key`], [])))).toEqual(
+          ['0', '1', '2'],
+        );
         expect(count.commands).toBe(7);
       } finally {
         count.stop();
@@ -302,7 +331,10 @@ describe('where batches do not fit', () => {
 
   it('a read-only replica (a master demoted by a failover): every write, batched or alone, fails with READONLY and writes nothing', async () => {
     const replicated = await startMasterWithReplica();
-    const client = createLockClient({ host: replicated.replica.host, port: replicated.replica.port }, { label: 'demoted master', logger, writeFirstWhenIdle: true });
+    const client = createLockClient(
+      { host: replicated.replica.host, port: replicated.replica.port },
+      { label: 'demoted master', logger, writeFirstWhenIdle: true },
+    );
     try {
       await client.runScript(GET, ['warm-up'], []);
       expect(batchesOn(client)).toBe(true);
@@ -321,7 +353,10 @@ describe('where batches do not fit', () => {
 
   it('no ready check (enableReadyCheck: false): the server is not known to be a standalone Redis, so no batches', async () => {
     const server = await startRedis();
-    const client = createLockClient({ host: server.host, port: server.port, enableReadyCheck: false }, { label: 'no ready check', logger, writeFirstWhenIdle: true });
+    const client = createLockClient(
+      { host: server.host, port: server.port, enableReadyCheck: false },
+      { label: 'no ready check', logger, writeFirstWhenIdle: true },
+    );
     try {
       await client.runScript(GET, ['warm-up'], []);
       expect(batchesOn(client)).toBe(false);

@@ -103,7 +103,10 @@ describe('Redis store on a real 3-master Redis Cluster (ioredis Cluster as `redi
     while (slotOf(namer.names(second).lockKey) === slotOf(namer.names(first).lockKey)) second = uniqueKey('cross-b');
     const keys = [first, second];
 
-    const error = await locks.acquire(keys, { wait: 0 }).then(() => undefined, (rejection: unknown) => rejection);
+    const error = await locks.acquire(keys, { wait: 0 }).then(
+      () => undefined,
+      (rejection: unknown) => rejection,
+    );
     expect(error).toBeInstanceOf(InvalidLockKeyError);
     expect((error as Error).message).toMatch(/hash slot/);
     expect((error as Error).message).toMatch(/hash tag/);
@@ -132,7 +135,13 @@ describe('Redis store on a real 3-master Redis Cluster (ioredis Cluster as `redi
     const second = await apps.start({ redis: other, ttl: 10_000 });
     for (const key of [uniqueKey('stripe'), '}lead', uniqueKey('{tag}x')]) {
       const names = namer.names(key);
-      expect(new Set([names.lockKey, names.fenceKey, names.channel, names.permitsKey, names.writerKey, names.awaitedKey].map(slotOf)).size).toBe(1);
+      expect(
+        new Set(
+          [names.lockKey, names.fenceKey, names.channel, names.permitsKey, names.writerKey, names.awaitedKey].map(
+            slotOf,
+          ),
+        ).size,
+      ).toBe(1);
       const a = await first.locks.acquire(key, { limit: 2 });
       const b = await second.locks.acquire(key, { limit: 2 });
       expect(b.fence).toBeGreaterThan(a.fence);
@@ -151,9 +160,16 @@ describe('Redis store on a real 3-master Redis Cluster (ioredis Cluster as `redi
     const first = await apps.start({ redis: client, ttl: 10_000 });
     const second = await apps.start({ redis: other, ttl: 10_000 });
     const key = uniqueKey('report');
-    const readers = [await first.locks.acquire(key, { mode: 'read' }), await second.locks.acquire(key, { mode: 'read' })];
+    const readers = [
+      await first.locks.acquire(key, { mode: 'read' }),
+      await second.locks.acquire(key, { mode: 'read' }),
+    ];
     const writer = second.locks.acquire(key, { mode: 'write', wait: 8_000 });
-    await eventually(async () => (await client.exists(namer.names(key).writerKey)) === 1, 2_000, "the writer's intent recorded");
+    await eventually(
+      async () => (await client.exists(namer.names(key).writerKey)) === 1,
+      2_000,
+      "the writer's intent recorded",
+    );
     // The writer's intent keeps new readers out.
     expect(await first.locks.tryAcquire(key, { mode: 'read' })).toBeNull();
     await Promise.all(readers.map((reader) => reader.release()));

@@ -62,7 +62,12 @@ async function timersArmedDuring(ms: number): Promise<{ timers: number; warnings
  * first rounds (every caller attempting at once, then once more after subscribing) are left out, as in a
  * long-running service; what remains is the cost of each hand-over.
  */
-async function hotKeyScriptsPerAcquisition(server: RedisProcess, locks: LockService, key: string, callers: number): Promise<number> {
+async function hotKeyScriptsPerAcquisition(
+  server: RedisProcess,
+  locks: LockService,
+  key: string,
+  callers: number,
+): Promise<number> {
   const warmUp = callers * 4;
   const measured = 2_000;
   let done = 0;
@@ -138,7 +143,9 @@ describe('the engine at its edges, one Redis', () => {
     // Before the fix: 3.3 / 2.8 / 2.8 (a release counted twice sent every waiter with an attempt in flight
     // to retry at once); after: 2.00 at each count (one acquire script and one release per acquisition), and
     // 1.00 since a release hands the key to a waiter of its own process in the same script.
-    console.log(`hot key, script calls per acquisition at 8/32/64 callers: ${[8, 32, 64].map((n) => figures[n].toFixed(3)).join(' / ')}`);
+    console.log(
+      `hot key, script calls per acquisition at 8/32/64 callers: ${[8, 32, 64].map((n) => figures[n].toFixed(3)).join(' / ')}`,
+    );
     for (const callers of [8, 32, 64]) {
       expect(figures[callers], `${callers} callers: ${figures[callers]}`).toBeLessThanOrEqual(2.2);
       // Every acquisition runs a script at least (a hand-over grants in the release's): fewer is a count that missed calls.
@@ -188,11 +195,16 @@ describe('the engine at its edges, one Redis', () => {
     const day = 24 * 60 * 60 * 1000;
     for (const options of [{}, { redis: server.url }]) {
       const { locks } = await apps.start(options);
-      for (const [ttl, autoExtend] of [[30 * day, false], [100 * day, true]] as const) {
+      for (const [ttl, autoExtend] of [
+        [30 * day, false],
+        [100 * day, true],
+      ] as const) {
         const lock = await locks.acquire(uniqueKey('long-ttl'), { ttl, autoExtend });
         const { timers, warnings, cpuMs } = await timersArmedDuring(300);
         // Before the fix: ~300 timers in 300 ms (and 40-70 ms of CPU), each with a TimeoutOverflowWarning.
-        console.log(`ttl ${ttl / day} days, ${'redis' in options ? 'redis' : 'memory'}: ${timers} timers, ${cpuMs.toFixed(0)} ms CPU in 300 ms`);
+        console.log(
+          `ttl ${ttl / day} days, ${'redis' in options ? 'redis' : 'memory'}: ${timers} timers, ${cpuMs.toFixed(0)} ms CPU in 300 ms`,
+        );
         expect(timers, `ttl ${ttl / day} days: ${timers} timers armed in 300 ms`).toBeLessThanOrEqual(3);
         expect(warnings).not.toContain('TimeoutOverflowWarning');
         expect(lock.signal.aborted).toBe(false);
@@ -256,7 +268,11 @@ describe('the engine at its edges, one Redis', () => {
     expect(String((error as Error).message)).toContain('Command timed out');
     // The attempt ran once Redis resumed. Before the fix nothing took it back: the key stayed locked for
     // nobody for its whole ttl (10 s).
-    await eventually(async () => (await server.command('EXISTS', `lock:{${key}}`)) === 0, 1_000, 'the late grant taken back');
+    await eventually(
+      async () => (await server.command('EXISTS', `lock:{${key}}`)) === 0,
+      1_000,
+      'the late grant taken back',
+    );
   });
 
   it('a commandTimeout beyond 24.8 days is not read by Node as 1 ms (every command would time out)', async () => {

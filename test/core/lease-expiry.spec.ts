@@ -39,17 +39,22 @@ describeEachStore('lease expiry (%s store)', (_name, fixture) => {
   // stalled the test's event loop past them, and the lease rightly read as not renewed. One case: a second one
   // (ttl 1500, maxHold 2500) took the same path, a last renewal shortened to end at maxHold, for 2.5 s per store
   // of a test budget that had run out.
-  it.each([[1_200, 2_000]])('an auto-extended lock (ttl %i) ends at maxHold %i, and says so: not a renewal failure', async (ttl, maxHold) => {
-    const [locks] = await twoLockServices(store, apps);
-    const lock = await locks.acquire(uniqueKey('max-hold'), { ttl, maxHold });
-    const lost = new Promise<unknown>((resolve) => lock.signal.addEventListener('abort', () => resolve(lock.signal.reason), { once: true }));
-    const reason = await Promise.race([lost, sleep(maxHold + 2_000).then(() => 'no abort')]);
-    // Before: "not renewed before its validity ended (Redis unreachable…)" or "the lease was gone when renewing
-    // it" in most runs, sending operators to look at Redis.
-    expect(reason).toBeInstanceOf(LockLostError);
-    expect((reason as LockLostError).message).toContain('maxHold reached');
-    expect(await lock.release()).toBe(false);
-  });
+  it.each([[1_200, 2_000]])(
+    'an auto-extended lock (ttl %i) ends at maxHold %i, and says so: not a renewal failure',
+    async (ttl, maxHold) => {
+      const [locks] = await twoLockServices(store, apps);
+      const lock = await locks.acquire(uniqueKey('max-hold'), { ttl, maxHold });
+      const lost = new Promise<unknown>((resolve) =>
+        lock.signal.addEventListener('abort', () => resolve(lock.signal.reason), { once: true }),
+      );
+      const reason = await Promise.race([lost, sleep(maxHold + 2_000).then(() => 'no abort')]);
+      // Before: "not renewed before its validity ended (Redis unreachable…)" or "the lease was gone when renewing
+      // it" in most runs, sending operators to look at Redis.
+      expect(reason).toBeInstanceOf(LockLostError);
+      expect((reason as LockLostError).message).toContain('maxHold reached');
+      expect(await lock.release()).toBe(false);
+    },
+  );
 
   it('release() is idempotent: true once, then false', async () => {
     const [locks] = await twoLockServices(store, apps);

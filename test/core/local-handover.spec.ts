@@ -303,12 +303,16 @@ describe.each(storeRows(storesUnderTest(['redis'])))(
     });
 
     it("another instance's waiter is not starved by a busy one: releases are published again while it listens", async () => {
-      const [busy, other] = await Promise.all([apps.start(store.options({ ttl: LONG_TTL_MS })), apps.start(store.options({ ttl: LONG_TTL_MS }))]);
+      const [busy, other] = await Promise.all([
+        apps.start(store.options({ ttl: LONG_TTL_MS })),
+        apps.start(store.options({ ttl: LONG_TTL_MS })),
+      ]);
       const key = uniqueKey('fair');
       let othersTurn = false;
       const stopAt = performance.now() + 5_000;
       const loops = Array.from({ length: 4 }, async () => {
-        while (!othersTurn && performance.now() < stopAt) await busy.locks.withLock(key, () => sleep(1), { wait: LONG_TTL_MS });
+        while (!othersTurn && performance.now() < stopAt)
+          await busy.locks.withLock(key, () => sleep(1), { wait: LONG_TTL_MS });
       });
       await sleep(50);
       const lock = await other.locks.acquire(key, { wait: LONG_TTL_MS });

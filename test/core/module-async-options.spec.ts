@@ -1,6 +1,13 @@
 import { ConsoleLogger, DynamicModule, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { LockModule, LockModuleOptions, LockNotAcquiredError, LockOptionsError, type LockOptionsFactory, LockService } from '../../lib';
+import {
+  LockModule,
+  LockModuleOptions,
+  LockNotAcquiredError,
+  LockOptionsError,
+  type LockOptionsFactory,
+  LockService,
+} from '../../lib';
 import { uniqueKey } from '../support/lock-app';
 import { StoreUnderTest, storeRows } from '../support/store-matrix';
 import { rejectionOf } from './helpers/timing';
@@ -40,7 +47,10 @@ class FeatureService {
 class FeatureModule {}
 
 /** Boots `imports`, checks that the module's options took effect, and closes it. */
-async function expectWaitZeroApplied(imports: DynamicModule[], getLocks?: (get: <T>(type: new (...args: never[]) => T) => T) => LockService): Promise<void> {
+async function expectWaitZeroApplied(
+  imports: DynamicModule[],
+  getLocks?: (get: <T>(type: new (...args: never[]) => T) => T) => LockService,
+): Promise<void> {
   const module = await Test.createTestingModule({ imports })
     .setLogger(new ConsoleLogger({ logLevels: ['error'] }))
     .compile();
@@ -89,11 +99,15 @@ describe.each(storeRows())('LockModule.forRootAsync (%s store)', (_name, fixture
   });
 
   it('useClass', async () => {
-    await expectWaitZeroApplied([LockModule.forRootAsync({ imports: [SettingsModule], useClass: LockOptionsFromSettings })]);
+    await expectWaitZeroApplied([
+      LockModule.forRootAsync({ imports: [SettingsModule], useClass: LockOptionsFromSettings }),
+    ]);
   });
 
   it('useExisting', async () => {
-    await expectWaitZeroApplied([LockModule.forRootAsync({ imports: [OptionsFactoryModule], useExisting: LockOptionsFromSettings })]);
+    await expectWaitZeroApplied([
+      LockModule.forRootAsync({ imports: [OptionsFactoryModule], useExisting: LockOptionsFromSettings }),
+    ]);
   });
 
   it('isGlobal makes LockService injectable in modules that do not import LockModule', async () => {

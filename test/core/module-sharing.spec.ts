@@ -54,7 +54,9 @@ async function warningsDuring(pattern: RegExp, body: () => Promise<void>): Promi
   }
 }
 
-async function initAndClose(imports: NonNullable<Parameters<typeof Test.createTestingModule>[0]['imports']>): Promise<void> {
+async function initAndClose(
+  imports: NonNullable<Parameters<typeof Test.createTestingModule>[0]['imports']>,
+): Promise<void> {
   const app = await Test.createTestingModule({ imports }).setLogger(quietLogger()).compile();
   await app.init();
   await app.close();
@@ -64,7 +66,9 @@ const IMPORTED_TWICE = /LockModule\.forRoot \/ forRootAsync is imported/;
 
 describe('sharing one LockModule without isGlobal', () => {
   it('feature modules that import a module re-exporting LockModule.forRoot() get the same LockService', async () => {
-    const app = await Test.createTestingModule({ imports: [OrdersModule, BillingModule] }).setLogger(quietLogger()).compile();
+    const app = await Test.createTestingModule({ imports: [OrdersModule, BillingModule] })
+      .setLogger(quietLogger())
+      .compile();
     await app.init();
     try {
       const orders = app.select(OrdersModule).get(OrdersService);
@@ -116,8 +120,12 @@ describe('sharing one LockModule without isGlobal', () => {
     expect(warnings[0]).toContain('is imported 3 times in this application');
     expect(warnings[0]).toContain("the in-process store, keyPrefix 'lock:' (isGlobal)");
     expect(warnings[0]).toContain("the in-process store, keyPrefix 'lock:' (imported by SelfImportingOrdersModule)");
-    expect(warnings[0]).toContain("the in-process store, keyPrefix 'billing:' (imported by SelfImportingBillingModule)");
-    expect(warnings[0]).toContain('Import it in one place: once with isGlobal: true, or in a module of yours that exports LockModule');
+    expect(warnings[0]).toContain(
+      "the in-process store, keyPrefix 'billing:' (imported by SelfImportingBillingModule)",
+    );
+    expect(warnings[0]).toContain(
+      'Import it in one place: once with isGlobal: true, or in a module of yours that exports LockModule',
+    );
   });
 
   it('forRootAsync imports count too, with URLs redacted; options overridden with one object for all still warn once', async () => {
@@ -136,7 +144,9 @@ describe('sharing one LockModule without isGlobal', () => {
       await app.close();
     });
     expect(warnings).toHaveLength(2);
-    expect(warnings[0]).toContain("Redis at redis://user:***@127.0.0.1:1, keyPrefix 'lock:' (imported by AsyncBillingModule)");
+    expect(warnings[0]).toContain(
+      "Redis at redis://user:***@127.0.0.1:1, keyPrefix 'lock:' (imported by AsyncBillingModule)",
+    );
     expect(warnings[0]).not.toContain('s3cret');
     expect(warnings[1]).toContain('is imported 2 times in this application');
   });

@@ -9,7 +9,9 @@ import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-mat
 
 /** How many client connections a server has now (CLIENT LIST has one line per connection, this probe's own included). */
 async function connectionCount(server: RedisProcess): Promise<number> {
-  return String(await server.command('CLIENT', 'LIST')).trim().split('\n').length;
+  return String(await server.command('CLIENT', 'LIST'))
+    .trim()
+    .split('\n').length;
 }
 
 /** Waits until every server is back to `expected` connections; returns the last counts seen. */
@@ -26,119 +28,122 @@ async function settleConnections(servers: readonly RedisProcess[], expected: rea
  * Redis stores only: in-process, the locks live and die with the module, so another module could never
  * see them released. The in-process store's shutdown is covered by its clean close in every other spec.
  */
-describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))('shutdown (%s store)', (name, fixture) => {
-  let store: StoreUnderTest;
-  beforeAll(async () => {
-    store = await fixture.setup();
-  });
-  afterAll(() => store?.teardown());
-  const apps = trackLockApps();
-
-  /** The store's options with clients the test owns, lent to the module (one Redis: `redis`, else `nodes`). */
-  function borrowedOptions(clients: LentClient[]): LockModuleOptions {
-    const lent = clients.map((client) => client.client);
-    return (store.options().redis !== undefined ? { redis: lent[0] } : { nodes: lent }) as LockModuleOptions;
-  }
-
-  it('app.close() releases held locks: another module sees the keys free right after', async () => {
-    const closing = await createLockApp(store.options({ ttl: 30_000 }));
-    const observer = await apps.start(store.options());
-    const keys = [uniqueKey('held'), uniqueKey('held')];
-    try {
-      await closing.locks.acquire(keys[0]);
-      await closing.locks.acquire([keys[1]]);
-      for (const key of keys) expect(await observer.locks.isLocked(key)).toBe(true);
-    } finally {
-      await closing.close();
-    }
-    for (const key of keys) expect(await observer.locks.isLocked(key)).toBe(false);
-    const next = await observer.locks.tryAcquire(keys);
-    expect(next).not.toBeNull();
-    await next?.release();
-  });
-
-  it('app.close() with a lock held inside withLock releases it too', async () => {
-    const closing = await createLockApp(store.options({ ttl: 30_000 }));
-    const observer = await apps.start(store.options());
-    const key = uniqueKey('in-flight');
-    let entered!: () => void;
-    const inside = new Promise<void>((resolve) => (entered = resolve));
-    const running = closing.locks
-      .withLock(key, async () => {
-        entered();
-        await sleep(300);
-      })
-      .catch(() => undefined);
-    await inside;
-    await closing.close();
-    expect(await observer.locks.isLocked(key)).toBe(false);
-    await running;
-  });
-
-  it('app.close() with Redis paused for a while: the held lock is still deleted once Redis answers again', async () => {
-    const closing = await createLockApp(store.options({ ttl: 30_000 }));
-    const key = uniqueKey('paused-at-close');
-    await closing.locks.acquire(key);
-    for (const server of store.servers) server.pause();
-    // Resumed after the 1 s a connection's QUIT may take, within the 2 s shutdown waits for its releases.
-    const resumed = sleep(1_200).then(() => {
-      for (const server of store.servers) server.resume();
+describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))(
+  'shutdown (%s store)',
+  (name, fixture) => {
+    let store: StoreUnderTest;
+    beforeAll(async () => {
+      store = await fixture.setup();
     });
-    try {
-      await closing.close();
-    } finally {
-      await resumed;
+    afterAll(() => store?.teardown());
+    const apps = trackLockApps();
+
+    /** The store's options with clients the test owns, lent to the module (one Redis: `redis`, else `nodes`). */
+    function borrowedOptions(clients: LentClient[]): LockModuleOptions {
+      const lent = clients.map((client) => client.client);
+      return (store.options().redis !== undefined ? { redis: lent[0] } : { nodes: lent }) as LockModuleOptions;
     }
-    for (const server of store.servers) expect(await findLeaseKeys(server, key)).toEqual([]);
-  });
 
-  it('an owned client (URL) is closed on shutdown: its connections are gone', async () => {
-    const baseline = await Promise.all(store.servers.map(connectionCount));
-    const app = await createLockApp(store.options());
-    // Waiting makes the module open any extra (subscriber) connection it uses too.
-    const key = uniqueKey('owned');
-    const holder = await app.locks.acquire(key);
-    const waiter = app.locks.acquire(key, { wait: 5000 });
-    await sleep(100);
-    await holder.release();
-    await (await waiter).release();
-    const during = await Promise.all(store.servers.map(connectionCount));
-    for (const [i, count] of during.entries()) expect(count).toBeGreaterThan(baseline[i]);
+    it('app.close() releases held locks: another module sees the keys free right after', async () => {
+      const closing = await createLockApp(store.options({ ttl: 30_000 }));
+      const observer = await apps.start(store.options());
+      const keys = [uniqueKey('held'), uniqueKey('held')];
+      try {
+        await closing.locks.acquire(keys[0]);
+        await closing.locks.acquire([keys[1]]);
+        for (const key of keys) expect(await observer.locks.isLocked(key)).toBe(true);
+      } finally {
+        await closing.close();
+      }
+      for (const key of keys) expect(await observer.locks.isLocked(key)).toBe(false);
+      const next = await observer.locks.tryAcquire(keys);
+      expect(next).not.toBeNull();
+      await next?.release();
+    });
 
-    await app.close();
-    expect(await settleConnections(store.servers, baseline)).toEqual(baseline);
-  });
+    it('app.close() with a lock held inside withLock releases it too', async () => {
+      const closing = await createLockApp(store.options({ ttl: 30_000 }));
+      const observer = await apps.start(store.options());
+      const key = uniqueKey('in-flight');
+      let entered!: () => void;
+      const inside = new Promise<void>((resolve) => (entered = resolve));
+      const running = closing.locks
+        .withLock(key, async () => {
+          entered();
+          await sleep(300);
+        })
+        .catch(() => undefined);
+      await inside;
+      await closing.close();
+      expect(await observer.locks.isLocked(key)).toBe(false);
+      await running;
+    });
 
-  it(`a borrowed ${fixture.clientFamily ?? 'ioredis'} client is not closed on shutdown, but what the module opened itself is`, async () => {
-    // The row's client family (ioredis on rows that connect by URL).
-    const family = CLIENT_FAMILIES[fixture.clientFamily ?? 'ioredis'];
-    const clients = await Promise.all(store.servers.map((server) => family.client(server.url)));
-    try {
+    it('app.close() with Redis paused for a while: the held lock is still deleted once Redis answers again', async () => {
+      const closing = await createLockApp(store.options({ ttl: 30_000 }));
+      const key = uniqueKey('paused-at-close');
+      await closing.locks.acquire(key);
+      for (const server of store.servers) server.pause();
+      // Resumed after the 1 s a connection's QUIT may take, within the 2 s shutdown waits for its releases.
+      const resumed = sleep(1_200).then(() => {
+        for (const server of store.servers) server.resume();
+      });
+      try {
+        await closing.close();
+      } finally {
+        await resumed;
+      }
+      for (const server of store.servers) expect(await findLeaseKeys(server, key)).toEqual([]);
+    });
+
+    it('an owned client (URL) is closed on shutdown: its connections are gone', async () => {
       const baseline = await Promise.all(store.servers.map(connectionCount));
-      const app = await createLockApp({ ...borrowedOptions(clients) });
-      const key = uniqueKey('borrowed');
+      const app = await createLockApp(store.options());
+      // Waiting makes the module open any extra (subscriber) connection it uses too.
+      const key = uniqueKey('owned');
       const holder = await app.locks.acquire(key);
       const waiter = app.locks.acquire(key, { wait: 5000 });
       await sleep(100);
       await holder.release();
       await (await waiter).release();
-      const held = await app.locks.acquire(key, { ttl: 30_000 });
-      expect(held.keys).toEqual([key]);
+      const during = await Promise.all(store.servers.map(connectionCount));
+      for (const [i, count] of during.entries()) expect(count).toBeGreaterThan(baseline[i]);
 
       await app.close();
-      for (const client of clients) {
-        expect(client.isOpen()).toBe(true);
-        expect(await client.ping()).toBe('PONG');
-      }
-      // Only the borrowed clients (part of the baseline) are left: the module closed what it opened itself.
       expect(await settleConnections(store.servers, baseline)).toEqual(baseline);
-      // The held lock was released through the borrowed client before the module let go of it.
-      expect(await (await apps.start(store.options())).locks.isLocked(key)).toBe(false);
-    } finally {
-      await Promise.all(clients.map((client) => client.close()));
-    }
-  });
-});
+    });
+
+    it(`a borrowed ${fixture.clientFamily ?? 'ioredis'} client is not closed on shutdown, but what the module opened itself is`, async () => {
+      // The row's client family (ioredis on rows that connect by URL).
+      const family = CLIENT_FAMILIES[fixture.clientFamily ?? 'ioredis'];
+      const clients = await Promise.all(store.servers.map((server) => family.client(server.url)));
+      try {
+        const baseline = await Promise.all(store.servers.map(connectionCount));
+        const app = await createLockApp({ ...borrowedOptions(clients) });
+        const key = uniqueKey('borrowed');
+        const holder = await app.locks.acquire(key);
+        const waiter = app.locks.acquire(key, { wait: 5000 });
+        await sleep(100);
+        await holder.release();
+        await (await waiter).release();
+        const held = await app.locks.acquire(key, { ttl: 30_000 });
+        expect(held.keys).toEqual([key]);
+
+        await app.close();
+        for (const client of clients) {
+          expect(client.isOpen()).toBe(true);
+          expect(await client.ping()).toBe('PONG');
+        }
+        // Only the borrowed clients (part of the baseline) are left: the module closed what it opened itself.
+        expect(await settleConnections(store.servers, baseline)).toEqual(baseline);
+        // The held lock was released through the borrowed client before the module let go of it.
+        expect(await (await apps.start(store.options())).locks.isLocked(key)).toBe(false);
+      } finally {
+        await Promise.all(clients.map((client) => client.close()));
+      }
+    });
+  },
+);
 
 /**
  * An acquire already sent when shutdown begins may still be granted by Redis. Before, the store was closed

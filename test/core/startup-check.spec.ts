@@ -22,7 +22,9 @@ class CapturingLogger extends ConsoleLogger {
   }
 }
 
-async function boot(options: LockModuleOptions): Promise<{ logger: CapturingLogger; elapsedMs: number; error?: unknown }> {
+async function boot(
+  options: LockModuleOptions,
+): Promise<{ logger: CapturingLogger; elapsedMs: number; error?: unknown }> {
   const logger = new CapturingLogger();
   const module = await Test.createTestingModule({ imports: [LockModule.forRoot({ commandTimeout: 500, ...options })] })
     .setLogger(logger)
@@ -59,18 +61,29 @@ describe('the startup check', () => {
     const { logger, error } = await boot({ redis: `redis://:${PASSWORD}@${locked.host}:${locked.port}` });
     expect(error).toBeUndefined();
     expect(logger.ofModule()).toEqual([
-      { level: 'log', message: expect.stringMatching(new RegExp(`^Lock store ready: Redis at redis://:\\*\\*\\*@127\\.0\\.0\\.1:${locked.port}, keyPrefix 'lock:' \\(answered in [\\d.]+ ms\\)$`)) },
+      {
+        level: 'log',
+        message: expect.stringMatching(
+          new RegExp(
+            `^Lock store ready: Redis at redis://:\\*\\*\\*@127\\.0\\.0\\.1:${locked.port}, keyPrefix 'lock:' \\(answered in [\\d.]+ ms\\)$`,
+          ),
+        ),
+      },
     ]);
   });
 
   it('a wrong password: one warning naming the authentication failure, and the application boots', async () => {
-    const { logger, error, elapsedMs } = await boot({ redis: `redis://:wrong-${PASSWORD}@${locked.host}:${locked.port}` });
+    const { logger, error, elapsedMs } = await boot({
+      redis: `redis://:wrong-${PASSWORD}@${locked.host}:${locked.port}`,
+    });
     expect(error).toBeUndefined();
     expect(elapsedMs).toBeLessThan(BOUND_MS);
     const lines = logger.ofModule();
     expect(lines).toHaveLength(1);
     expect(lines[0].level).toBe('warn');
-    expect(lines[0].message).toMatch(/^Lock store not ready at startup \(Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:\d+, keyPrefix 'lock:'\): .*WRONGPASS.*authentication failed/);
+    expect(lines[0].message).toMatch(
+      /^Lock store not ready at startup \(Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:\d+, keyPrefix 'lock:'\): .*WRONGPASS.*authentication failed/,
+    );
     expect(lines[0].message).toContain("startupCheck: 'fail'");
     expect(logger.lines.map((line) => line.message).join('\n')).not.toContain(PASSWORD);
   });
@@ -88,14 +101,20 @@ describe('the startup check', () => {
     try {
       const { logger, elapsedMs } = await boot({ redis: redis.url, commandTimeout: 300 });
       expect(elapsedMs).toBeLessThan(BOUND_MS);
-      expect(logger.ofModule()[0]).toMatchObject({ level: 'warn', message: expect.stringContaining('no answer within 300 ms') });
+      expect(logger.ofModule()[0]).toMatchObject({
+        level: 'warn',
+        message: expect.stringContaining('no answer within 300 ms'),
+      });
     } finally {
       redis.resume();
     }
   });
 
   it("startupCheck: 'fail' fails the bootstrap with the LockUnavailableError, password cut", async () => {
-    const { error } = await boot({ redis: `redis://:wrong-${PASSWORD}@${locked.host}:${locked.port}`, startupCheck: 'fail' });
+    const { error } = await boot({
+      redis: `redis://:wrong-${PASSWORD}@${locked.host}:${locked.port}`,
+      startupCheck: 'fail',
+    });
     expect(error).toBeInstanceOf(LockUnavailableError);
     expect((error as Error).message).toMatch(/authentication failed/);
     expect((error as Error).message).not.toContain(PASSWORD);
@@ -111,12 +130,16 @@ describe('the startup check', () => {
 
   it("startupCheck: 'fail' closes the connections it opened before failing the bootstrap", async () => {
     const clients = async (): Promise<number> =>
-      String(await redis.command('CLIENT', 'LIST')).split('\n').filter((line) => line.includes('cmd=') && !line.includes('cmd=client')).length;
+      String(await redis.command('CLIENT', 'LIST'))
+        .split('\n')
+        .filter((line) => line.includes('cmd=') && !line.includes('cmd=client')).length;
     await redis.command('ACL', 'SETUSER', 'pinger', 'on', `>${PASSWORD}`, '~*', '+@connection');
     const before = await clients();
     // As an application whose bootstrap failed: nobody calls close() (Nest runs no shutdown hook then).
     const module = await Test.createTestingModule({
-      imports: [LockModule.forRoot({ redis: `redis://pinger:${PASSWORD}@${redis.host}:${redis.port}`, startupCheck: 'fail' })],
+      imports: [
+        LockModule.forRoot({ redis: `redis://pinger:${PASSWORD}@${redis.host}:${redis.port}`, startupCheck: 'fail' }),
+      ],
     })
       .setLogger(new CapturingLogger())
       .compile();
@@ -132,12 +155,16 @@ describe('the startup check', () => {
   it('Redlock: ready while a quorum answers; below it, the warning names each node that did not', async () => {
     const gone = [await findFreePort(), await findFreePort()].map((port) => `redis://127.0.0.1:${port}`);
     const quorum = await boot({ nodes: [redis.url, `redis://:${PASSWORD}@127.0.0.1:${locked.port}`, gone[0]] });
-    expect(quorum.logger.ofModule()).toEqual([{ level: 'log', message: expect.stringMatching(/^Lock store ready: Redlock over 3 nodes/) }]);
+    expect(quorum.logger.ofModule()).toEqual([
+      { level: 'log', message: expect.stringMatching(/^Lock store ready: Redlock over 3 nodes/) },
+    ]);
 
     const below = await boot({ nodes: [redis.url, ...gone] });
     const [line] = below.logger.ofModule();
     expect(line.level).toBe('warn');
-    expect(line.message).toMatch(/only 1 of 3 Redlock nodes answered.*nodes\[1\]: .*ECONNREFUSED.*nodes\[2\]: .*ECONNREFUSED/);
+    expect(line.message).toMatch(
+      /only 1 of 3 Redlock nodes answered.*nodes\[1\]: .*ECONNREFUSED.*nodes\[2\]: .*ECONNREFUSED/,
+    );
   });
 
   it("'off' and the in-process store log nothing of it", async () => {
@@ -146,7 +173,9 @@ describe('the startup check', () => {
   });
 
   it('any other value is a LockOptionsError', async () => {
-    const { error } = await boot({ redis: redis.url, startupCheck: 'yes' as never }).catch((caught: unknown) => ({ error: caught }));
+    const { error } = await boot({ redis: redis.url, startupCheck: 'yes' as never }).catch((caught: unknown) => ({
+      error: caught,
+    }));
     expect(error).toBeInstanceOf(LockOptionsError);
   });
 });

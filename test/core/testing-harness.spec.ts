@@ -130,7 +130,7 @@ describe('LockTesting: lock conditions of a Redis deployment, on the in-process 
     await app?.close();
   });
 
-  it('is the module\'s provider: moduleRef.get(LockTesting) and LockTesting.from(app) give the same one', () => {
+  it("is the module's provider: moduleRef.get(LockTesting) and LockTesting.from(app) give the same one", () => {
     expect(app.get(LockTesting)).toBe(testing);
   });
 
@@ -147,10 +147,17 @@ describe('LockTesting: lock conditions of a Redis deployment, on the in-process 
         expect(await locks.isLocked(key)).toBe(true);
         const info = await locks.inspect(key);
         // No token: a holder of another instance.
-        expect(info).toEqual({ key, kind: 'mutex', holders: [{ instance: 'pod-b', ttlLeft: expect.any(Number), fence: held.fence }] });
+        expect(info).toEqual({
+          key,
+          kind: 'mutex',
+          holders: [{ instance: 'pod-b', ttlLeft: expect.any(Number), fence: held.fence }],
+        });
         expect(info?.holders[0].ttlLeft).toBeGreaterThan(0);
         expect(info?.holders[0].ttlLeft).toBeLessThanOrEqual(10_000);
-        expect(recorder.events.filter((event) => event.type === 'busy').map((event) => event.keys)).toEqual([[key], [key]]);
+        expect(recorder.events.filter((event) => event.type === 'busy').map((event) => event.keys)).toEqual([
+          [key],
+          [key],
+        ]);
       } finally {
         recorder.stop();
       }
@@ -172,11 +179,13 @@ describe('LockTesting: lock conditions of a Redis deployment, on the in-process 
       expect(await held.release()).toBe(true);
       const lock = await within(waiting, 1_000, 'the waiting acquire');
       expect(performance.now() - releasedAt).toBeLessThan(500);
-      expect((await locks.inspect(key))?.holders).toEqual([expect.objectContaining({ instance: OWN_INSTANCE, token: lock.token })]);
+      expect((await locks.inspect(key))?.holders).toEqual([
+        expect.objectContaining({ instance: OWN_INSTANCE, token: lock.token }),
+      ]);
       await lock.release();
     });
 
-    it('held until released: its lease is renewed past its ttl, like a live holder\'s', async () => {
+    it("held until released: its lease is renewed past its ttl, like a live holder's", async () => {
       const short = await startApp({ ttl: 200 });
       try {
         const shortLocks = short.get(LockService);
@@ -212,7 +221,10 @@ describe('LockTesting: lock conditions of a Redis deployment, on the in-process 
       await pair.release();
 
       const pool = uniqueKey('pool');
-      const permits = [await testing.holdElsewhere(pool, { limit: 2 }), await testing.holdElsewhere(pool, { limit: 2 })];
+      const permits = [
+        await testing.holdElsewhere(pool, { limit: 2 }),
+        await testing.holdElsewhere(pool, { limit: 2 }),
+      ];
       expect(await locks.tryAcquire(pool, { limit: 2 })).toBeNull();
       expect((await locks.inspect(pool))?.kind).toBe('semaphore');
       const waiting = locks.acquire(pool, { limit: 2, wait: 5_000 });
@@ -241,7 +253,7 @@ describe('LockTesting: lock conditions of a Redis deployment, on the in-process 
       expect(await locks.isLocked(key)).toBe(false);
     });
 
-    it('refuses a key already held, the application\'s own instance name, and bad options', async () => {
+    it("refuses a key already held, the application's own instance name, and bad options", async () => {
       const key = uniqueKey('refused');
       const lock = await locks.acquire(key);
       await expect(testing.holdElsewhere(key)).rejects.toThrow(/held now .*release it first/);
@@ -251,7 +263,9 @@ describe('LockTesting: lock conditions of a Redis deployment, on the in-process 
       await held.release();
       await expect(testing.holdElsewhere(key, { instance: OWN_INSTANCE })).rejects.toThrow(/another instance's name/);
       await expect(testing.holdElsewhere(key, { ttl: 1 })).rejects.toThrow(/Invalid lock option 'ttl'/);
-      await expect(testing.holdElsewhere(key, { wait: 0 } as never)).rejects.toThrow(/one of the options: ttl, instance, limit, mode/);
+      await expect(testing.holdElsewhere(key, { wait: 0 } as never)).rejects.toThrow(
+        /one of the options: ttl, instance, limit, mode/,
+      );
       await expect(testing.holdElsewhere([key, uniqueKey('second')], { limit: 2 })).rejects.toThrow(/one key per call/);
       await expect(testing.holdElsewhere('')).rejects.toBeInstanceOf(InvalidLockKeyError);
       expect(await locks.isLocked(key)).toBe(false);
@@ -304,7 +318,9 @@ describe('LockTesting: lock conditions of a Redis deployment, on the in-process 
       expect(lock.signal.reason).toBeInstanceOf(LockLostError);
       expect(String((lock.signal.reason as Error).message)).toMatch(/the lease was gone when renewing it/);
       await expect(lock.extend()).rejects.toBeInstanceOf(LockLostError);
-      expect(recorder.events).toContainEqual(expect.objectContaining({ type: 'lost', keys: [key], instance: OWN_INSTANCE }));
+      expect(recorder.events).toContainEqual(
+        expect.objectContaining({ type: 'lost', keys: [key], instance: OWN_INSTANCE }),
+      );
       recorder.stop();
       const next = await within(waiter, 1_000, 'the waiter after the loss');
       gate.open();
@@ -337,7 +353,9 @@ describe('LockTesting: lock conditions of a Redis deployment, on the in-process 
 
     it('@Locked route that checks its signal: 500 (LockLostError) when its lock is lost mid-handler', async () => {
       const id = uniqueKey('ship');
-      const response = http().post(`/orders/${id}/ship`).then((answer) => answer);
+      const response = http()
+        .post(`/orders/${id}/ship`)
+        .then((answer) => answer);
       await gates.get(`ship ${id}`).reached();
       await testing.loseHeld(`order:${id}`);
       gates.get(`ship ${id}`).open();
@@ -381,13 +399,19 @@ describe('LockTesting: lock conditions of a Redis deployment, on the in-process 
         expect(ran).toBe(false);
         expect(recorder.events.filter((event) => event.type === 'unavailable')).toHaveLength(3);
         expect(await app.get(LockHealthIndicator).isHealthy('locks')).toEqual({
-          locks: { status: 'down', store: 'memory', message: expect.stringMatching(/^Lock store unavailable: made unavailable/) },
+          locks: {
+            status: 'down',
+            store: 'memory',
+            message: expect.stringMatching(/^Lock store unavailable: made unavailable/),
+          },
         });
       } finally {
         testing.makeAvailable();
         recorder.stop();
       }
-      expect(await app.get(LockHealthIndicator).isHealthy('locks')).toEqual({ locks: { status: 'up', store: 'memory' } });
+      expect(await app.get(LockHealthIndicator).isHealthy('locks')).toEqual({
+        locks: { status: 'up', store: 'memory' },
+      });
       await expect(locks.withLock(key, () => 'ran')).resolves.toBe('ran');
     });
 
@@ -403,7 +427,7 @@ describe('LockTesting: lock conditions of a Redis deployment, on the in-process 
         shortTesting.makeUnavailable();
         await expect(lock.extend()).rejects.toBeInstanceOf(LockUnavailableError);
         expect(lock.signal.aborted).toBe(false);
-        const lostAt = await within(lost, 2_000, 'the held lock\'s loss');
+        const lostAt = await within(lost, 2_000, "the held lock's loss");
         // Its last renewal (or grant) was at most ttl/3 before the outage: lost between 2/3 ttl and ttl after the grant.
         expect(lostAt - grantedAt).toBeGreaterThanOrEqual(190);
         expect(lock.signal.reason).toBeInstanceOf(LockLostError);
@@ -467,34 +491,37 @@ describe('LockTesting refuses an application whose LockModule is configured with
   it.each([
     ['redis', (url: string): LockModuleOptions => ({ redis: url })],
     ['nodes', (url: string): LockModuleOptions => ({ nodes: [url] })],
-  ])('with `%s`: LockTesting.from and every method throw a LockOptionsError saying to configure the test without it', async (option, options) => {
-    await redis.command('FLUSHALL');
-    const redisApp = await createLockApp(options(redis.url));
-    try {
-      const refusal = (() => {
-        try {
-          LockTesting.from(redisApp.module);
-        } catch (error) {
-          return error;
-        }
-        return undefined;
-      })();
-      expect(refusal).toBeInstanceOf(LockOptionsError);
-      expect((refusal as Error).message).toMatch(new RegExp(`^Invalid lock option '${option}': `));
-      expect((refusal as Error).message).toMatch(/LockModule\.forRoot\(\) with no 'redis' or 'nodes'/);
+  ])(
+    'with `%s`: LockTesting.from and every method throw a LockOptionsError saying to configure the test without it',
+    async (option, options) => {
+      await redis.command('FLUSHALL');
+      const redisApp = await createLockApp(options(redis.url));
+      try {
+        const refusal = (() => {
+          try {
+            LockTesting.from(redisApp.module);
+          } catch (error) {
+            return error;
+          }
+          return undefined;
+        })();
+        expect(refusal).toBeInstanceOf(LockOptionsError);
+        expect((refusal as Error).message).toMatch(new RegExp(`^Invalid lock option '${option}': `));
+        expect((refusal as Error).message).toMatch(/LockModule\.forRoot\(\) with no 'redis' or 'nodes'/);
 
-      const testing = redisApp.module.get(LockTesting);
-      await expect(testing.holdElsewhere('k')).rejects.toThrow(/\(holdElsewhere\)/);
-      await expect(testing.loseHeld('k')).rejects.toBeInstanceOf(LockOptionsError);
-      expect(() => testing.makeUnavailable()).toThrow(LockOptionsError);
-      expect(() => testing.makeAvailable()).toThrow(LockOptionsError);
-      // Nothing reached Redis, and the application's locks work as before.
-      expect(await redis.command('DBSIZE')).toBe(0);
-      await expect(redisApp.locks.withLock(uniqueKey('still-works'), () => 'ran')).resolves.toBe('ran');
-    } finally {
-      await redisApp.close();
-    }
-  });
+        const testing = redisApp.module.get(LockTesting);
+        await expect(testing.holdElsewhere('k')).rejects.toThrow(/\(holdElsewhere\)/);
+        await expect(testing.loseHeld('k')).rejects.toBeInstanceOf(LockOptionsError);
+        expect(() => testing.makeUnavailable()).toThrow(LockOptionsError);
+        expect(() => testing.makeAvailable()).toThrow(LockOptionsError);
+        // Nothing reached Redis, and the application's locks work as before.
+        expect(await redis.command('DBSIZE')).toBe(0);
+        await expect(redisApp.locks.withLock(uniqueKey('still-works'), () => 'ran')).resolves.toBe('ran');
+      } finally {
+        await redisApp.close();
+      }
+    },
+  );
 
   it('LockTesting.from refuses an application without LockModule', async () => {
     const bare = await Test.createTestingModule({}).compile();

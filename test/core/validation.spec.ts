@@ -1,6 +1,13 @@
 import { ConsoleLogger, DynamicModule } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { InvalidLockKeyError, LockModule, LockModuleOptions, LockOptionsError, LockService, MAX_KEY_LENGTH } from '../../lib';
+import {
+  InvalidLockKeyError,
+  LockModule,
+  LockModuleOptions,
+  LockOptionsError,
+  LockService,
+  MAX_KEY_LENGTH,
+} from '../../lib';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { eventually } from '../support/eventually';
 import { commandStats, statsDelta } from '../support/redis-stats';

@@ -75,7 +75,9 @@ describe.each(storeRows())('waiting for a busy key (%s store)', (_name, fixture)
     const holder = await holderSide.acquire(key, { ttl: LONG_TTL_MS });
     const reason = new Error('too late');
     const startedAt = performance.now();
-    expect(await rejectionOf(waiterSide.acquire(key, { wait: LONG_TTL_MS, signal: AbortSignal.abort(reason) }))).toBe(reason);
+    expect(await rejectionOf(waiterSide.acquire(key, { wait: LONG_TTL_MS, signal: AbortSignal.abort(reason) }))).toBe(
+      reason,
+    );
     expect(performance.now() - startedAt).toBeLessThan(2_000);
     await holder.release();
   });
@@ -86,7 +88,9 @@ describe.each(storeRows())('waiting for a busy key (%s store)', (_name, fixture)
     for (let round = 0; round < 5; round++) {
       const key = uniqueKey('handover');
       const holder = await holderSide.acquire(key, { ttl: LONG_TTL_MS });
-      const granted = waiterSide.acquire(key, { wait: 8_000, ttl: LONG_TTL_MS }).then((lock) => ({ lock, at: performance.now() }));
+      const granted = waiterSide
+        .acquire(key, { wait: 8_000, ttl: LONG_TTL_MS })
+        .then((lock) => ({ lock, at: performance.now() }));
       await sleep(150);
 
       const releasedAt = performance.now();

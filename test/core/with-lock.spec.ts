@@ -21,7 +21,7 @@ describe.each(storeRows())('withLock outcome (%s store)', (_name, fixture) => {
     expect(await other.isLocked(key)).toBe(false);
   });
 
-  it('takes the keys as a read-only array too (a lock\'s own keys, an event\'s)', async () => {
+  it("takes the keys as a read-only array too (a lock's own keys, an event's)", async () => {
     const [locks, other] = await twoLockServices(store, apps);
     const first = await locks.acquire([uniqueKey('readonly-a'), uniqueKey('readonly-b')]);
     const keys: readonly string[] = first.keys;
@@ -74,8 +74,13 @@ describe.each(storeRows())('withLock outcome (%s store)', (_name, fixture) => {
     try {
       const error = await rejectionOf(locks.withLock(key, undefined as unknown as () => void));
       expect(error).toBeInstanceOf(LockOptionsError);
-      expect((error as Error).message).toBe("Invalid lock option 'fn': undefined. Expected a function to run while holding the lock.");
-      expect(await rejectionOf(locks.withLock(key, {} as unknown as () => void))).toMatchObject({ option: 'fn', message: expect.stringContaining('an object') });
+      expect((error as Error).message).toBe(
+        "Invalid lock option 'fn': undefined. Expected a function to run while holding the lock.",
+      );
+      expect(await rejectionOf(locks.withLock(key, {} as unknown as () => void))).toMatchObject({
+        option: 'fn',
+        message: expect.stringContaining('an object'),
+      });
       expect(seen).toEqual([]);
       expect(await locks.isLocked(key)).toBe(false);
     } finally {

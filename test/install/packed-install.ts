@@ -120,7 +120,10 @@ function writeScratchApp(dir: string, scenario: Scenario): void {
 }
 
 /** The compiled app, started with `redisUrl`, once it listens: its URL, its output so far, and a way to stop it. */
-async function startApp(dir: string, redisUrl: string): Promise<{ url: string; output: () => string; stop: () => void }> {
+async function startApp(
+  dir: string,
+  redisUrl: string,
+): Promise<{ url: string; output: () => string; stop: () => void }> {
   const child = spawn(process.execPath, ['dist/main.js'], {
     cwd: dir,
     env: { ...process.env, REDIS_URL: redisUrl },
@@ -151,10 +154,19 @@ async function startApp(dir: string, redisUrl: string): Promise<{ url: string; o
 }
 
 /** Two concurrent POSTs to `route`: their statuses (sorted) and the busy answer's Retry-After. */
-async function twoConcurrentCalls(url: string, route: string): Promise<{ statuses: number[]; retryAfter: string | null }> {
-  const responses = await Promise.all([fetch(`${url}${route}`, { method: 'POST' }), fetch(`${url}${route}`, { method: 'POST' })]);
+async function twoConcurrentCalls(
+  url: string,
+  route: string,
+): Promise<{ statuses: number[]; retryAfter: string | null }> {
+  const responses = await Promise.all([
+    fetch(`${url}${route}`, { method: 'POST' }),
+    fetch(`${url}${route}`, { method: 'POST' }),
+  ]);
   const statuses = responses.map((response) => response.status).sort();
-  return { statuses, retryAfter: responses.find((response) => response.status === 409)?.headers.get('retry-after') ?? null };
+  return {
+    statuses,
+    retryAfter: responses.find((response) => response.status === 409)?.headers.get('retry-after') ?? null,
+  };
 }
 
 /** The app on a healthy Redis: the @Locked route and the @Locked service method each answer 201 and 409. */
@@ -165,7 +177,8 @@ async function lockedCalls(dir: string, redis: RedisProcess): Promise<string[]> 
     const route = await twoConcurrentCalls(app.url, '/job');
     if (route.statuses.join() !== '201,409') problems.push(`@Locked route: statuses ${route.statuses.join(', ')}`);
     const service = await twoConcurrentCalls(app.url, '/report');
-    if (service.statuses.join() !== '201,409') problems.push(`@Locked service method: statuses ${service.statuses.join(', ')}`);
+    if (service.statuses.join() !== '201,409')
+      problems.push(`@Locked service method: statuses ${service.statuses.join(', ')}`);
     if (service.retryAfter === null) problems.push('@Locked service method: no Retry-After on the 409');
     return problems;
   } finally {
@@ -207,7 +220,9 @@ async function main(): Promise<void> {
   try {
     const started = Date.now();
     const { tarball, clone } = packFromCleanClone(work);
-    console.log(`packed ${path.basename(tarball)} from a clean clone in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    console.log(
+      `packed ${path.basename(tarball)} from a clean clone in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
     for (const scenario of SCENARIOS) {
       const begun = Date.now();
       const dir = path.join(work, scenario.name);
@@ -218,7 +233,9 @@ async function main(): Promise<void> {
       const problems = [...(await lockedCalls(dir, redis)), ...(await wrongPassword(dir, guarded))];
       failed ||= problems.length > 0;
       const seconds = ((Date.now() - begun) / 1000).toFixed(1);
-      console.log(`${problems.length === 0 ? 'ok  ' : 'FAIL'} ${scenario.name} (${seconds} s)${problems.map((problem) => `\n  ${problem}`).join('')}`);
+      console.log(
+        `${problems.length === 0 ? 'ok  ' : 'FAIL'} ${scenario.name} (${seconds} s)${problems.map((problem) => `\n  ${problem}`).join('')}`,
+      );
     }
   } finally {
     await Promise.all([redis.stop(), guarded.stop()]);

@@ -101,7 +101,11 @@ describe('@Locked on HTTP route handlers (real Nest app, real Redis)', () => {
   beforeAll(async () => {
     redis = await startRedis();
     redisOfHandlers = redis;
-    locked = await startLockedApp(redis.url, { controllers: [OrdersController], providers: [AllowHeaderGuard] }, { ttl: TTL_MS });
+    locked = await startLockedApp(
+      redis.url,
+      { controllers: [OrdersController], providers: [AllowHeaderGuard] },
+      { ttl: TTL_MS },
+    );
   });
   afterAll(async () => {
     gates.openAll();
@@ -152,17 +156,20 @@ describe('@Locked on HTTP route handlers (real Nest app, real Redis)', () => {
     expect(response.body.current.fence).toBeGreaterThan(0);
   });
 
-  it.each(['guarded-above', 'guarded-below'])('@UseGuards %s @Locked: the guard still rejects, and no lock is left', async (route) => {
-    const rejected = await post(`/${route}/1`);
-    expect(rejected.status).toBe(403);
-    expect(await locked.locks.isLocked(`${route}:1`)).toBe(false);
-    expect(await redis.command('KEYS', `*${route}*`)).toEqual([]);
+  it.each(['guarded-above', 'guarded-below'])(
+    '@UseGuards %s @Locked: the guard still rejects, and no lock is left',
+    async (route) => {
+      const rejected = await post(`/${route}/1`);
+      expect(rejected.status).toBe(403);
+      expect(await locked.locks.isLocked(`${route}:1`)).toBe(false);
+      expect(await redis.command('KEYS', `*${route}*`)).toEqual([]);
 
-    // The guard lets this one through, and the route is still locked.
-    const allowed = await post(`/${route}/1`).set('x-allow', 'yes');
-    expect(allowed.status).toBe(201);
-    expect(allowed.body.current.keys).toEqual([`${route}:1`]);
-  });
+      // The guard lets this one through, and the route is still locked.
+      const allowed = await post(`/${route}/1`).set('x-allow', 'yes');
+      expect(allowed.status).toBe(201);
+      expect(allowed.body.current.keys).toEqual([`${route}:1`]);
+    },
+  );
 
   it('a missing template value is a 400 naming the placeholder, and nothing is sent to Redis', async () => {
     await resetStats(redis.url);
@@ -213,6 +220,9 @@ describe('@Locked on HTTP route handlers (real Nest app, real Redis)', () => {
     const response = await post('/lost/1');
     expect(response.status).toBe(500);
     // In general terms: the reason (a renewal's error, a host) stays in the server's log.
-    expect(response.body).toMatchObject({ code: 'LOCK_LOST', message: 'The lock on "lost:1" was lost while the request ran.' });
+    expect(response.body).toMatchObject({
+      code: 'LOCK_LOST',
+      message: 'The lock on "lost:1" was lost while the request ran.',
+    });
   });
 });

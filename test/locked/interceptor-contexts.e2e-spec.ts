@@ -60,7 +60,9 @@ describe('LockInterceptor in RPC, WebSocket and GraphQL contexts (real Redis)', 
   it('rpc: a busy key is an RpcException (the real class) carrying code, keys and retryAfterMs', async () => {
     const holder = await locks.acquire('rpc-order:busy');
     try {
-      const attempt = firstValueFrom(interceptor.intercept(contextOf('rpc', [{ orderId: 'busy' }, {}]), handlerReportingLock));
+      const attempt = firstValueFrom(
+        interceptor.intercept(contextOf('rpc', [{ orderId: 'busy' }, {}]), handlerReportingLock),
+      );
       const error: unknown = await attempt.catch((caught: unknown) => caught);
       expect(error).toBeInstanceOf(RpcException);
       expect((error as RpcException).getError()).toEqual({
@@ -78,9 +80,9 @@ describe('LockInterceptor in RPC, WebSocket and GraphQL contexts (real Redis)', 
   it('ws: a missing payload value is a WsException naming the placeholder, and the acknowledgement is answered', async () => {
     const acknowledged: unknown[] = [];
     const args = [{}, {}, (response: unknown) => acknowledged.push(response), 'pay'];
-    const error: unknown = await firstValueFrom(interceptor.intercept(contextOf('ws', args), handlerReportingLock)).catch(
-      (caught: unknown) => caught,
-    );
+    const error: unknown = await firstValueFrom(
+      interceptor.intercept(contextOf('ws', args), handlerReportingLock),
+    ).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(WsException);
     const body = { status: 'error', code: 'LOCK_INVALID_KEY', message: expect.stringContaining('{data.orderId}') };
     expect((error as WsException).getError()).toEqual(body);
@@ -91,11 +93,15 @@ describe('LockInterceptor in RPC, WebSocket and GraphQL contexts (real Redis)', 
     const holder = await locks.acquire('rpc-order:gbusy');
     try {
       const args = [{}, { orderId: 'gbusy' }, { req: { headers: {} } }, {}];
-      const error = (await firstValueFrom(interceptor.intercept(contextOf('graphql', args), handlerReportingLock)).catch(
-        (caught: unknown) => caught,
-      )) as { message: string; extensions: unknown };
+      const error = (await firstValueFrom(
+        interceptor.intercept(contextOf('graphql', args), handlerReportingLock),
+      ).catch((caught: unknown) => caught)) as { message: string; extensions: unknown };
       expect(error.message).toMatch(/^Lock on "rpc-order:gbusy" not acquired/);
-      expect(error.extensions).toEqual({ code: 'LOCK_BUSY', keys: ['rpc-order:gbusy'], retryAfterMs: expect.any(Number) });
+      expect(error.extensions).toEqual({
+        code: 'LOCK_BUSY',
+        keys: ['rpc-order:gbusy'],
+        retryAfterMs: expect.any(Number),
+      });
     } finally {
       await holder.release();
     }
@@ -103,7 +109,9 @@ describe('LockInterceptor in RPC, WebSocket and GraphQL contexts (real Redis)', 
 
   it('another context type (a custom transport): the lock error as it is', async () => {
     // Such a context has no `data` for the template: an InvalidLockKeyError, left unmapped.
-    const attempt = firstValueFrom(interceptor.intercept(contextOf('kafka-like', [{ orderId: 'custom' }]), handlerReportingLock));
+    const attempt = firstValueFrom(
+      interceptor.intercept(contextOf('kafka-like', [{ orderId: 'custom' }]), handlerReportingLock),
+    );
     await expect(attempt).rejects.toBeInstanceOf(InvalidLockKeyError);
   });
 });

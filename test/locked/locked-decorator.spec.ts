@@ -85,7 +85,9 @@ describe('@Locked keeps the other metadata of the method, in any decorator order
     expect(read(PATH_METADATA)).toBe(name === 'lockedBelowEverything' ? 'above' : 'below');
     expect(read(METHOD_METADATA)).toBeDefined();
     expect(read(HTTP_CODE_METADATA)).toBe(202);
-    expect(read(HEADERS_METADATA)).toEqual([{ name: 'x-kind', value: name === 'lockedBelowEverything' ? 'above' : 'below' }]);
+    expect(read(HEADERS_METADATA)).toEqual([
+      { name: 'x-kind', value: name === 'lockedBelowEverything' ? 'above' : 'below' },
+    ]);
     expect(read(GUARDS_METADATA)).toEqual([SomeGuard]);
     expect(read(PIPES_METADATA)).toEqual([SomePipe]);
     expect(read(INTERCEPTORS_METADATA)).toEqual(expect.arrayContaining([SomeInterceptor, LockInterceptor]));
@@ -116,7 +118,11 @@ describe('@Locked refuses, when the class is defined, what cannot work', () => {
     ['an empty key array', () => Locked([]), /at least one key template/],
     ['an unknown onBusy', () => Locked('job', { onBusy: 'later' as 'skip' }), /'onBusy of Target\.run': "later"/],
     // Spread from a config object, a typo slips past TypeScript: it must not be ignored.
-    ['a misspelt option', () => Locked('job', { ...({ wiat: 0 } as object) }), /'wiat of Target\.run': 0.*one of the options: ttl, wait/],
+    [
+      'a misspelt option',
+      () => Locked('job', { ...({ wiat: 0 } as object) }),
+      /'wiat of Target\.run': 0.*one of the options: ttl, wait/,
+    ],
   ])('%s', (_what, decorator, message) => {
     expect(define(decorator)).toThrow(LockOptionsError);
     expect(define(decorator)).toThrow(message);

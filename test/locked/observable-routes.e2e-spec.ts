@@ -31,7 +31,10 @@ class StreamsController {
   @Get('broken/:id')
   @Locked('broken:{params.id}', { wait: 0 })
   broken(): Observable<number> {
-    return concat(interval(10).pipe(take(2)), throwError(() => new BadRequestException('the stream broke')));
+    return concat(
+      interval(10).pipe(take(2)),
+      throwError(() => new BadRequestException('the stream broke')),
+    );
   }
 
   /** An endless server-sent event stream: only the client going away ends it. */
@@ -51,7 +54,8 @@ function openEventStream(url: string): Promise<{ status: number; firstData: stri
       response.on('data', (chunk: string) => {
         buffered += chunk;
         const match = /^data: (.*)$/m.exec(buffered);
-        if (match) resolve({ status: response.statusCode ?? 0, firstData: match[1], disconnect: () => outgoing.destroy() });
+        if (match)
+          resolve({ status: response.statusCode ?? 0, firstData: match[1], disconnect: () => outgoing.destroy() });
       });
       response.on('error', () => undefined);
     });
@@ -76,7 +80,9 @@ describe('@Locked on route handlers that return an Observable (real Nest app, re
   });
 
   it('holds the lock while the Observable emits: a second request meanwhile gets 409; after completion the lock is free', async () => {
-    const first = request(locked.server).get('/feed/1').then((response) => response);
+    const first = request(locked.server)
+      .get('/feed/1')
+      .then((response) => response);
     await eventually(async () => (emitted.get('1') ?? 0) >= 3, 5000, 'the first stream emits');
 
     const second = await request(locked.server).get('/feed/1');
@@ -108,7 +114,11 @@ describe('@Locked on route handlers that return an Observable (real Nest app, re
     expect(await locked.locks.isLocked('events:1')).toBe(true);
 
     stream.disconnect();
-    await eventually(async () => !(await locked.locks.isLocked('events:1')), 2000, 'lock released after the disconnect');
+    await eventually(
+      async () => !(await locked.locks.isLocked('events:1')),
+      2000,
+      'lock released after the disconnect',
+    );
 
     // And the stream can be opened again.
     const again = await within(openEventStream(`${locked.baseUrl}/events/1`), 5000, 'the first event, again');

@@ -241,7 +241,11 @@ describe('@Locked on provider methods (real Nest app, real Redis)', () => {
   });
 
   it("a call from another module's onModuleInit, before LockModule's explorer ran, is locked", async () => {
-    expect(locked.app.get(EarlyCaller).result).toEqual({ keys: ['work:early'], fence: expect.any(Number), aborted: false });
+    expect(locked.app.get(EarlyCaller).result).toEqual({
+      keys: ['work:early'],
+      fence: expect.any(Number),
+      aborted: false,
+    });
   });
 
   it('transient providers are locked', async () => {
@@ -344,6 +348,8 @@ describe('@Locked checks at bootstrap', () => {
         return 'ran';
       }
     }
-    await expect(startLockedApp(redis.url, { providers: [BadOptionsService] })).rejects.toThrow(/'ttl of BadOptionsService\.run': -5/);
+    await expect(startLockedApp(redis.url, { providers: [BadOptionsService] })).rejects.toThrow(
+      /'ttl of BadOptionsService\.run': -5/,
+    );
   });
 });

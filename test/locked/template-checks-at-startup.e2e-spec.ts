@@ -29,27 +29,41 @@ import { Locked, LockModule, LockOptionsError, LockService } from '../../lib';
 type Platform = 'express' | 'fastify';
 
 /** Compiles `scenario` with a global in-process LockModule, applies `configure`, and runs app.init(). */
-async function boot(platform: Platform, scenario: ModuleMetadata, configure?: (app: INestApplication) => void): Promise<INestApplication> {
+async function boot(
+  platform: Platform,
+  scenario: ModuleMetadata,
+  configure?: (app: INestApplication) => void,
+): Promise<INestApplication> {
   const module = await Test.createTestingModule({
     ...scenario,
     imports: [...(scenario.imports ?? []), LockModule.forRoot({ isGlobal: true })],
   })
     .setLogger({ log() {}, error() {}, warn() {}, debug() {}, verbose() {}, fatal() {} })
     .compile();
-  const app = platform === 'fastify' ? module.createNestApplication(new FastifyAdapter(), { logger: false }) : module.createNestApplication({ logger: false });
+  const app =
+    platform === 'fastify'
+      ? module.createNestApplication(new FastifyAdapter(), { logger: false })
+      : module.createNestApplication({ logger: false });
   configure?.(app);
   try {
     await app.init();
   } catch (error) {
     // A failed init leaves app.close() a no-op: stop the store's timers directly.
-    await module.get(LockService).onApplicationShutdown().catch(() => undefined);
+    await module
+      .get(LockService)
+      .onApplicationShutdown()
+      .catch(() => undefined);
     throw error;
   }
   return app;
 }
 
 /** The error app.init() failed with (the test fails when it boots). */
-async function bootFailure(platform: Platform, scenario: ModuleMetadata, configure?: (app: INestApplication) => void): Promise<Error> {
+async function bootFailure(
+  platform: Platform,
+  scenario: ModuleMetadata,
+  configure?: (app: INestApplication) => void,
+): Promise<Error> {
   let app: INestApplication | undefined;
   try {
     app = await boot(platform, scenario, configure);
@@ -60,7 +74,11 @@ async function bootFailure(platform: Platform, scenario: ModuleMetadata, configu
   throw new Error('expected app.init() to fail, it booted');
 }
 
-async function bootsAndCloses(platform: Platform, scenario: ModuleMetadata, configure?: (app: INestApplication) => void): Promise<void> {
+async function bootsAndCloses(
+  platform: Platform,
+  scenario: ModuleMetadata,
+  configure?: (app: INestApplication) => void,
+): Promise<void> {
   const app = await boot(platform, scenario, configure);
   await app.close();
 }
@@ -69,7 +87,12 @@ async function bootsAndCloses(platform: Platform, scenario: ModuleMetadata, conf
  * Boots, then POSTs `path` and expects the handler's answer: the placeholders the startup check accepted
  * are filled at run time (a missing one would be a 400).
  */
-async function bootsAndServes(platform: Platform, scenario: ModuleMetadata, path: string, configure?: (app: INestApplication) => void): Promise<void> {
+async function bootsAndServes(
+  platform: Platform,
+  scenario: ModuleMetadata,
+  path: string,
+  configure?: (app: INestApplication) => void,
+): Promise<void> {
   const app = await boot(platform, scenario, configure);
   try {
     if (platform === 'fastify') await (app.getHttpAdapter().getInstance() as { ready(): Promise<unknown> }).ready();
@@ -93,7 +116,7 @@ describe.each<Platform>(['express', 'fastify'])('@Locked route templates checked
     const error = await bootFailure(platform, { controllers: [OrdersController] });
     expect(error).toBeInstanceOf(LockOptionsError);
     expect(error.message).toBe(
-      "Invalid lock option '@Locked key of OrdersController.create': \"order:{params.orderId}\". Expected {params.*} " +
+      'Invalid lock option \'@Locked key of OrdersController.create\': "order:{params.orderId}". Expected {params.*} ' +
         'placeholders that name a parameter of the route: {params.orderId} is not a parameter of POST /orders/:id (its parameters: :id).',
     );
   });
@@ -134,7 +157,9 @@ describe.each<Platform>(['express', 'fastify'])('@Locked route templates checked
     const error = await bootFailure(platform, { controllers: [ShopOrdersController] });
     expect(error).toBeInstanceOf(LockOptionsError);
     expect(error.message).toContain("'@Locked key of ShopOrdersController.create'");
-    expect(error.message).toContain('{params.shopid} is not a parameter of POST /shops/:shopId/orders/:id (its parameters: :shopId, :id)');
+    expect(error.message).toContain(
+      '{params.shopid} is not a parameter of POST /shops/:shopId/orders/:id (its parameters: :shopId, :id)',
+    );
   });
 
   it('with several method paths, requires the parameter in each and names the path that lacks it', async () => {
@@ -165,10 +190,17 @@ describe.each<Platform>(['express', 'fastify'])('@Locked route templates checked
 
   it('with setGlobalPrefix, boots on {params.orgId} and fails on {params.orgid}', async () => {
     const configure = (app: INestApplication) => app.setGlobalPrefix('api');
-    await bootsAndServes(platform, { controllers: [orgController('{params.orgId}')] }, '/api/orgs/o1/members/m1', configure);
+    await bootsAndServes(
+      platform,
+      { controllers: [orgController('{params.orgId}')] },
+      '/api/orgs/o1/members/m1',
+      configure,
+    );
     const error = await bootFailure(platform, { controllers: [orgController('{params.orgid}')] }, configure);
     expect(error).toBeInstanceOf(LockOptionsError);
-    expect(error.message).toContain('{params.orgid} is not a parameter of POST /api/orgs/:orgId/members/:id (its parameters: :orgId, :id)');
+    expect(error.message).toContain(
+      '{params.orgid} is not a parameter of POST /api/orgs/:orgId/members/:id (its parameters: :orgId, :id)',
+    );
   });
 
   it('reads the parameters of the global prefix itself', async () => {
@@ -186,10 +218,17 @@ describe.each<Platform>(['express', 'fastify'])('@Locked route templates checked
 
   it('with URI versioning, boots on {params.orgId} and fails on {params.orgid}', async () => {
     const configure = (app: INestApplication) => app.enableVersioning({ type: VersioningType.URI });
-    await bootsAndServes(platform, { controllers: [orgController('{params.orgId}', '1')] }, '/v1/orgs/o1/members/m1', configure);
+    await bootsAndServes(
+      platform,
+      { controllers: [orgController('{params.orgId}', '1')] },
+      '/v1/orgs/o1/members/m1',
+      configure,
+    );
     const error = await bootFailure(platform, { controllers: [orgController('{params.orgid}', '1')] }, configure);
     expect(error).toBeInstanceOf(LockOptionsError);
-    expect(error.message).toContain('{params.orgid} is not a parameter of POST /v1/orgs/:orgId/members/:id (its parameters: :orgId, :id)');
+    expect(error.message).toContain(
+      '{params.orgid} is not a parameter of POST /v1/orgs/:orgId/members/:id (its parameters: :orgId, :id)',
+    );
   });
 
   it("under RouterModule.register's module path, boots on {params.orgId} and fails on {params.orgid}", async () => {
@@ -210,7 +249,9 @@ describe.each<Platform>(['express', 'fastify'])('@Locked route templates checked
     const error = await bootFailure(platform, routed('{params.orgid}'), (app) => app.setGlobalPrefix('api'));
     expect(error).toBeInstanceOf(LockOptionsError);
     expect(error.message).toContain("'@Locked key of MembersController.add'");
-    expect(error.message).toContain('{params.orgid} is not a parameter of POST /api/orgs/:orgId/members/:id (its parameters: :orgId, :id)');
+    expect(error.message).toContain(
+      '{params.orgid} is not a parameter of POST /api/orgs/:orgId/members/:id (its parameters: :orgId, :id)',
+    );
   });
 
   it('cannot check key functions nor body, query, headers, user or data placeholders: they boot', async () => {
@@ -268,7 +309,7 @@ describe.each<Platform>(['express', 'fastify'])('@Locked route templates checked
     const graphql = await bootFailure(platform, { providers: [OrdersResolver] });
     expect(graphql).toBeInstanceOf(LockOptionsError);
     expect(graphql.message).toBe(
-      "Invalid lock option '@Locked key of OrdersResolver.order': \"order:{params.id}\". Expected placeholders this " +
+      'Invalid lock option \'@Locked key of OrdersResolver.order\': "order:{params.id}". Expected placeholders this ' +
         "handler's calls provide: {params.id} reads route parameters, which only HTTP routes have; a microservice or " +
         'WebSocket handler reads its payload as {data.x}, a GraphQL resolver its arguments as {data.x}.',
     );
@@ -300,7 +341,7 @@ describe('@Locked argument templates on provider methods checked at startup', ()
     const error = await bootFailure('express', { providers: [JobsService] });
     expect(error).toBeInstanceOf(LockOptionsError);
     expect(error.message).toBe(
-      "Invalid lock option '@Locked key of JobsService.run': \"job:{2}\". Expected argument placeholders within " +
+      'Invalid lock option \'@Locked key of JobsService.run\': "job:{2}". Expected argument placeholders within ' +
         "the method's parameters: JobsService.run declares 2 parameters ({0} to {1}), so {2} reads an argument it does not declare " +
         '(declare it, even unused, if its callers pass it).',
     );

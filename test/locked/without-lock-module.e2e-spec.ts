@@ -33,7 +33,10 @@ describe('@Locked route handlers in an application without LockModule', () => {
   });
 
   it('control: the same controller with LockModule imported boots', async () => {
-    const module = await Test.createTestingModule({ imports: [LockModule.forRoot({})], controllers: [OrdersController] }).compile();
+    const module = await Test.createTestingModule({
+      imports: [LockModule.forRoot({})],
+      controllers: [OrdersController],
+    }).compile();
     const app = module.createNestApplication({ logger: false });
     try {
       await expect(app.init()).resolves.toBe(app);
@@ -57,7 +60,10 @@ class WorkerModule {}
 /** A worker with @Locked provider methods only (no controllers, no routes): the same early failure, worded for it. */
 describe('@Locked provider methods in an application without LockModule', () => {
   it('fail the bootstrap with a LockOptionsError that names LockModule, not a route handler', async () => {
-    const failure = await NestFactory.createApplicationContext(WorkerModule, { logger: false, abortOnError: false }).then(
+    const failure = await NestFactory.createApplicationContext(WorkerModule, {
+      logger: false,
+      abortOnError: false,
+    }).then(
       async (app) => {
         await app.close();
         return undefined;
@@ -66,7 +72,7 @@ describe('@Locked provider methods in an application without LockModule', () => 
     );
     expect(failure).toBeInstanceOf(LockOptionsError);
     expect((failure as Error).message).toBe(
-      "Invalid lock option '@Locked': \"used in an application without LockModule\". Expected an application that imports " +
+      'Invalid lock option \'@Locked\': "used in an application without LockModule". Expected an application that imports ' +
         'LockModule (LockModule.forRoot() or forRootAsync(), once, e.g. in the root module).',
     );
   });

@@ -14,7 +14,11 @@ const FAMILIES = ['ioredis', 'iovalkey', 'node-redis5', 'node-redis4'];
 
 function vitest(label, suites, env) {
   console.log(`\n=== clients: ${label} ===`);
-  const result = spawnSync('npx', ['vitest', 'run', ...suites], { stdio: 'inherit', cwd: root, env: { ...process.env, ...env } });
+  const result = spawnSync('npx', ['vitest', 'run', ...suites], {
+    stdio: 'inherit',
+    cwd: root,
+    env: { ...process.env, ...env },
+  });
   if (result.status !== 0) {
     console.error(`clients: ${label} failed (exit ${result.status ?? result.signal})`);
     process.exit(result.status || 1);

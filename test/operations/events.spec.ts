@@ -43,7 +43,13 @@ describe('LockService.events (redis store)', () => {
 
     expect(events.map((event) => event.type)).toEqual(['acquired', 'busy', 'busy', 'released', 'acquired', 'lost']);
     const [acquired, tried, waited, released, again, lost] = events;
-    expect(acquired).toMatchObject({ keys: [key], instance: 'worker-1', store: 'redis', label: 'events', fences: { [key]: first.fence } });
+    expect(acquired).toMatchObject({
+      keys: [key],
+      instance: 'worker-1',
+      store: 'redis',
+      label: 'events',
+      fences: { [key]: first.fence },
+    });
     expect(tried).toMatchObject({ type: 'busy', keys: [key] });
     expect(waited.type === 'busy' && waited.waitedMs).toBeGreaterThanOrEqual(140);
     expect(released.type === 'released' && released.heldMs).toBeGreaterThanOrEqual(190);
@@ -73,16 +79,16 @@ describe('LockService.events (redis store)', () => {
     expect(await waiter).toBeInstanceOf(LockUnavailableError);
     // The waiter refused by the shutdown: an 'unavailable' whose reason says why, to filter as the README says.
     expect(events.filter((event) => event.type === 'unavailable')).toEqual([
-      expect.objectContaining({ keys: [heldAtShutdown], reason: expect.stringContaining('the application is shutting down') }),
+      expect.objectContaining({
+        keys: [heldAtShutdown],
+        reason: expect.stringContaining('the application is shutting down'),
+      }),
     ]);
     // Before: lost twice each (once when lost, once more when released), so lock.lost counted 2 and the
     // lock.held gauge went down by 2 for each.
-    expect(events.filter((event) => event.type !== 'unavailable').map((event) => `${event.type}:${event.keys.join(',')}`)).toEqual([
-      `acquired:${evicted}`,
-      `lost:${evicted}`,
-      `acquired:${heldAtShutdown}`,
-      `lost:${heldAtShutdown}`,
-    ]);
+    expect(
+      events.filter((event) => event.type !== 'unavailable').map((event) => `${event.type}:${event.keys.join(',')}`),
+    ).toEqual([`acquired:${evicted}`, `lost:${evicted}`, `acquired:${heldAtShutdown}`, `lost:${heldAtShutdown}`]);
   });
 
   it('unavailable when Redis does not answer; the stream never errors, and completes at shutdown', async () => {
@@ -90,7 +96,11 @@ describe('LockService.events (redis store)', () => {
     const events: LockEvent[] = [];
     let completed = false;
     let errored = false;
-    subscription = app.locks.events.subscribe({ next: record(events), error: () => (errored = true), complete: () => (completed = true) });
+    subscription = app.locks.events.subscribe({
+      next: record(events),
+      error: () => (errored = true),
+      complete: () => (completed = true),
+    });
 
     redis.pause();
     try {
@@ -98,7 +108,9 @@ describe('LockService.events (redis store)', () => {
     } finally {
       redis.resume();
     }
-    expect(events).toEqual([expect.objectContaining({ type: 'unavailable', instance: 'worker-2', reason: expect.any(String) })]);
+    expect(events).toEqual([
+      expect.objectContaining({ type: 'unavailable', instance: 'worker-2', reason: expect.any(String) }),
+    ]);
 
     await within(app.close(), 5_000, 'shutdown');
     expect(completed).toBe(true);

@@ -21,21 +21,31 @@ describe('LockHealthIndicator', () => {
     try {
       const app = await apps.start({ redis: redis.url, ...FAST });
       const health = app.module.get(LockHealthIndicator);
-      expect(await health.isHealthy('locks')).toEqual({ locks: expect.objectContaining({ status: 'up', store: 'redis' }) });
+      expect(await health.isHealthy('locks')).toEqual({
+        locks: expect.objectContaining({ status: 'up', store: 'redis' }),
+      });
 
       await redis.kill();
       const down = await health.isHealthy('locks');
-      expect(down.locks).toMatchObject({ status: 'down', store: 'redis', message: expect.stringMatching(/^Lock store unavailable: ping failed on Redis/) });
+      expect(down.locks).toMatchObject({
+        status: 'down',
+        store: 'redis',
+        message: expect.stringMatching(/^Lock store unavailable: ping failed on Redis/),
+      });
 
       await redis.restart();
       // The client reconnects on its own schedule (backoff): up again once it has.
-      await eventually(async () => (await health.isHealthy('locks')).locks.status === 'up', 10_000, 'up after the restart');
+      await eventually(
+        async () => (await health.isHealthy('locks')).locks.status === 'up',
+        10_000,
+        'up after the restart',
+      );
     } finally {
       await redis.stop();
     }
   });
 
-  it('Redlock over 3 nodes: up while a quorum answers, with each node\'s answer; down below a quorum', async () => {
+  it("Redlock over 3 nodes: up while a quorum answers, with each node's answer; down below a quorum", async () => {
     const nodes = await startRedisServers(3);
     try {
       const app = await apps.start({ nodes: nodes.map((node) => node.url), ...FAST });

@@ -32,8 +32,11 @@ describe('instance (ownership recorded with each lease)', () => {
     });
   });
 
-  it.each([[''], [42], ['x'.repeat(257)], ['tab\there']])('refuses %j with a LockOptionsError at bootstrap', async (instance) => {
-    await expect(createLockApp({ redis: redis.url, instance } as never)).rejects.toThrow(LockOptionsError);
-    expect(() => LockModule.forRoot({ instance: instance as string })).not.toThrow(); // checked once resolved, with the others
-  });
+  it.each([[''], [42], ['x'.repeat(257)], ['tab\there']])(
+    'refuses %j with a LockOptionsError at bootstrap',
+    async (instance) => {
+      await expect(createLockApp({ redis: redis.url, instance } as never)).rejects.toThrow(LockOptionsError);
+      expect(() => LockModule.forRoot({ instance: instance as string })).not.toThrow(); // checked once resolved, with the others
+    },
+  );
 });

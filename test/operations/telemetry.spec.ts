@@ -67,12 +67,18 @@ describe('OpenTelemetry metrics and spans (redis store)', () => {
     const [waits] = histogramWhere(recorded.get(LOCK_METRICS.waitDuration), { ...invoice, 'lock.outcome': 'acquired' });
     expect(waits.count).toBe(2);
     expect(waits.max).toBeGreaterThanOrEqual(100);
-    expect(histogramWhere(recorded.get(LOCK_METRICS.holdDuration), { ...invoice, 'lock.outcome': 'released' })[0].count).toBe(1);
-    expect(histogramWhere(recorded.get(LOCK_METRICS.holdDuration), { ...invoice, 'lock.outcome': 'lost' })[0].count).toBe(1);
+    expect(
+      histogramWhere(recorded.get(LOCK_METRICS.holdDuration), { ...invoice, 'lock.outcome': 'released' })[0].count,
+    ).toBe(1);
+    expect(
+      histogramWhere(recorded.get(LOCK_METRICS.holdDuration), { ...invoice, 'lock.outcome': 'lost' })[0].count,
+    ).toBe(1);
     expect(sumWhere(recorded.get(LOCK_METRICS.held), invoice)).toBe(0);
     expect(sumWhere(recorded.get(LOCK_METRICS.lost), invoice)).toBe(1);
     // Without a label: 'unlabelled', never the rendered key.
-    expect(sumWhere(recorded.get(LOCK_METRICS.acquisitions), { 'lock.name': 'unlabelled', 'lock.outcome': 'acquired' })).toBe(1);
+    expect(
+      sumWhere(recorded.get(LOCK_METRICS.acquisitions), { 'lock.name': 'unlabelled', 'lock.outcome': 'acquired' }),
+    ).toBe(1);
     for (const metric of recorded.values()) {
       for (const point of metric.dataPoints) expect(Object.values(point.attributes)).not.toContain(key);
     }

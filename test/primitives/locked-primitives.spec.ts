@@ -57,7 +57,10 @@ describe('@Locked with limit and mode (one Redis)', () => {
   afterAll(() => redis?.stop());
 
   it("@Locked('stripe', { limit: 2 }), mode 'read'/'write' and onBusy 'skip' work on provider methods", async () => {
-    const module = await Test.createTestingModule({ imports: [LockModule.forRoot({ redis: redis.url })], providers: [OutboundService] })
+    const module = await Test.createTestingModule({
+      imports: [LockModule.forRoot({ redis: redis.url })],
+      providers: [OutboundService],
+    })
       .setLogger(new ConsoleLogger({ logLevels: ['error', 'fatal'] }))
       .compile();
     await module.init();

@@ -83,7 +83,9 @@ describe('Redlock semaphore quorum (3 nodes, limit 2)', () => {
     expect(outside).toBeGreaterThanOrEqual(0);
     const { member } = records[outside];
     expect(member.startsWith(`${permit.token}|`)).toBe(true);
-    expect(Number(await servers[outside].command('HSET', `lock:{${key}}:permits`, member, String(permit.fence + 10)))).toBe(0);
+    expect(
+      Number(await servers[outside].command('HSET', `lock:{${key}}:permits`, member, String(permit.fence + 10))),
+    ).toBe(0);
     // Before: the highest any node recorded (fence + 10).
     expect((await locks.inspect(key))?.holders.map((holder) => holder.fence)).toEqual([permit.fence]);
     await permit.release();

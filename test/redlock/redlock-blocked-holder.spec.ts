@@ -27,7 +27,8 @@ describe('Redlock holder with a blocked event loop (5 real Redis nodes)', () => 
     const key = uniqueKey('blocked');
     // Connected, scripts loaded: warm-ups with a 5 s lease have a 1 s command timeout, while the module's 500 ms
     // ttl leaves 100 ms, too little for a first command that also connects to the nodes.
-    for (const side of [holder, other]) await (await side.locks.acquire(uniqueKey('warm-up'), { ttl: 5_000 })).release();
+    for (const side of [holder, other])
+      await (await side.locks.acquire(uniqueKey('warm-up'), { ttl: 5_000 })).release();
     const lock = await holder.locks.acquire(key);
     expect(lock.signal.aborted).toBe(false);
 
@@ -55,7 +56,10 @@ describe('Redlock holder with a blocked event loop (5 real Redis nodes)', () => 
     // The attempt starts (its clock too), then the loop blocks before the nodes' answers can be read.
     const acquiring = locks.acquire(key, { wait: 0 });
     blockEventLoop(TTL_MS * 2);
-    const error = await acquiring.then(() => undefined, (rejection: unknown) => rejection);
+    const error = await acquiring.then(
+      () => undefined,
+      (rejection: unknown) => rejection,
+    );
     expect(error).toBeInstanceOf(LockUnavailableError);
     expect((error as Error).message).toMatch(/validity/);
     expect(await valuesOn(nodes, namer.names(key).lockKey)).toEqual([null, null, null, null, null]);

@@ -22,7 +22,8 @@ describe('Redlock node connections (3 real Redis nodes)', () => {
       await expect(app.locks.isLocked(key)).resolves.toBe(true);
       // Every node comes to hold it (each kind of connection did its part; the last may answer after the quorum).
       await eventually(
-        async () => (await Promise.all(nodes.inspectors.map((client) => client.exists(`lock:{${key}}`)))).every(Boolean),
+        async () =>
+          (await Promise.all(nodes.inspectors.map((client) => client.exists(`lock:{${key}}`)))).every(Boolean),
         1_000,
         'held on all three nodes',
       );

@@ -4,7 +4,15 @@ import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { commandStats, statsDelta } from '../support/redis-stats';
 import { countScriptCalls } from '../support/script-calls';
 import { waiterAsleep } from '../support/waiters';
-import { eventually, freshLock, freshToken, redlockStore, type RedlockNodes, startRedlockNodes, valuesOn } from './helpers/redlock-nodes';
+import {
+  eventually,
+  freshLock,
+  freshToken,
+  redlockStore,
+  type RedlockNodes,
+  startRedlockNodes,
+  valuesOn,
+} from './helpers/redlock-nodes';
 
 /**
  * Resolves once every node holds `key` for one holder: a late answer still lands, and the tests that then
@@ -67,7 +75,10 @@ describe('Redlock over 5 real nodes, contended', () => {
     // The README's "2 of 5 killed, lock renewed on the other 3", or a minority restarted empty.
     await Promise.all([3, 4].map((node) => nodes.inspectors[node].del(`lock:{${key}}`)));
     const waiters = Array.from({ length: 8 }, () =>
-      waiterSide.locks.acquire(key, { wait: 5_000 }).then((lock) => lock.release(), () => undefined),
+      waiterSide.locks.acquire(key, { wait: 5_000 }).then(
+        (lock) => lock.release(),
+        () => undefined,
+      ),
     );
     await sleep(1_000);
     // Script calls on node 0: INFO commandstats, plus what batches carried beyond their one EVALSHA each (see
@@ -194,7 +205,9 @@ describe('Redlock over 5 real nodes, contended', () => {
       await expect(waiterSide.locks.acquire(key, { wait: 1_500 })).rejects.toThrow('not acquired');
       const waitedMs = performance.now() - startedAt;
 
-      console.log(`2 of 5 paused: tryAcquire ${tryAcquireMs.toFixed(0)} ms, wait 0 ${noWaitMs.toFixed(0)} ms, wait 1500 ${waitedMs.toFixed(0)} ms`);
+      console.log(
+        `2 of 5 paused: tryAcquire ${tryAcquireMs.toFixed(0)} ms, wait 0 ${noWaitMs.toFixed(0)} ms, wait 1500 ${waitedMs.toFixed(0)} ms`,
+      );
       // Before the fix: a whole node timeout for tryAcquire and wait 0 (~1005 ms at 1 s, ~5005 ms at 5 s), and
       // the wait overran by one. The bounds leave room for a 2 s stall of the loaded machine, and stay below those.
       expect(tryAcquireMs).toBeLessThan(2_000);
@@ -252,7 +265,9 @@ describe('Redlock over 3 real nodes, contended', () => {
     const handOverMs = performance.now() - releasedAt;
     // Before the fix the second waiter slept its ttl (4.2 s with a 1 s holder lease and ttl 5 s; here ~12 s);
     // with the holder on all 3 nodes: ~2 ms.
-    console.log(`holder on 2 of 3: the next waiter got the key ${handOverMs.toFixed(0)} ms after the release (${attempts} script calls on node 0 before)`);
+    console.log(
+      `holder on 2 of 3: the next waiter got the key ${handOverMs.toFixed(0)} ms after the release (${attempts} script calls on node 0 before)`,
+    );
     expect(handOverMs).toBeLessThan(3_000);
     await next.release();
   });

@@ -74,7 +74,14 @@ describe('Redlock node: permit fences by stride (one real Redis)', () => {
   afterAll(() => server?.stop());
 
   it('residues 0, 1, 2 on the same counter give 3 distinct fences above it; the counter ends at the block', async () => {
-    const stores = [0, 1, 2].map((residue) => new RedisLockNode(server.url, { label: `nodes[${residue}]`, order: new TokenOrder(), permitFenceStride: { step: 3, residue } }));
+    const stores = [0, 1, 2].map(
+      (residue) =>
+        new RedisLockNode(server.url, {
+          label: `nodes[${residue}]`,
+          order: new TokenOrder(),
+          permitFenceStride: { step: 3, residue },
+        }),
+    );
     try {
       const given: number[][] = [];
       for (const start of ['0', '7', '8', '9', '1000']) {
@@ -82,7 +89,10 @@ describe('Redlock node: permit fences by stride (one real Redis)', () => {
         for (const [residue, node] of stores.entries()) {
           const key = namer.names(uniqueKey(`stride-${start}-${residue}`));
           await server.command('SET', key.fenceKey, start);
-          const reply = await node.acquire({ keys: [key], token: `token|${residue}`, ttl: 10_000, shape: { kind: 'read' } }, 2_000);
+          const reply = await node.acquire(
+            { keys: [key], token: `token|${residue}`, ttl: 10_000, shape: { kind: 'read' } },
+            2_000,
+          );
           expect(reply).toMatchObject({ acquired: true });
           if (!reply.acquired) throw new Error('unreachable');
           row.push(reply.fences[0]);
@@ -98,7 +108,9 @@ describe('Redlock node: permit fences by stride (one real Redis)', () => {
       for (const foreign of ['1.5', ' 7', 'nan', '99999999999999999999']) {
         const key = namer.names(uniqueKey('stride-foreign'));
         await server.command('SET', key.fenceKey, foreign);
-        await expect(stores[1].acquire({ keys: [key], token: 'token|foreign', ttl: 10_000, shape: { kind: 'read' } }, 2_000)).rejects.toThrow("not this library's");
+        await expect(
+          stores[1].acquire({ keys: [key], token: 'token|foreign', ttl: 10_000, shape: { kind: 'read' } }, 2_000),
+        ).rejects.toThrow("not this library's");
         expect(await server.command('GET', key.fenceKey)).toBe(foreign);
       }
     } finally {
@@ -129,22 +141,29 @@ describe('Redlock permit and reader fences (3 real Redis nodes)', () => {
     { what: 'permits', options: { limit: 25 }, quorum: 3 },
     { what: 'readers', options: { mode: 'read' as const }, quorum: 2 },
   ];
-  it.each(shapes)('$what granted at the same moment over two services get fences of their own; inspect reports each', async ({ options, quorum }) => {
-    const first = await apps.start({ nodes: nodes.option });
-    const second = await apps.start({ nodes: nodes.option });
-    const key = uniqueKey('concurrent-permits');
-    const held = await Promise.all(Array.from({ length: 24 }, (_, index) => (index % 2 ? first : second).locks.acquire(key, options)));
-    const fences = held.map((lock) => lock.fence).sort((a, b) => a - b);
-    expect(new Set(fences).size).toBe(fences.length);
-    // Each node recorded the value its own counter gave; the grant's fence is recorded on a quorum (sent after
-    // the grant, not waited for), so that inspect, which reports the value a quorum records, finds it.
-    for (const lock of held) await quorumRecords(nodes.servers, key, lock.token, lock.fence, quorum);
-    expect((await first.locks.inspect(key))?.holders.map((holder) => holder.fence).sort((a, b) => a - b)).toEqual(fences);
-    // A grant asked for after those were returned (the 25th permit) is above every one of them.
-    const later = await first.locks.acquire(key, options);
-    expect(later.fence).toBeGreaterThan(fences[fences.length - 1]);
-    await Promise.all([...held, later].map((lock) => lock.release()));
-  });
+  it.each(shapes)(
+    '$what granted at the same moment over two services get fences of their own; inspect reports each',
+    async ({ options, quorum }) => {
+      const first = await apps.start({ nodes: nodes.option });
+      const second = await apps.start({ nodes: nodes.option });
+      const key = uniqueKey('concurrent-permits');
+      const held = await Promise.all(
+        Array.from({ length: 24 }, (_, index) => (index % 2 ? first : second).locks.acquire(key, options)),
+      );
+      const fences = held.map((lock) => lock.fence).sort((a, b) => a - b);
+      expect(new Set(fences).size).toBe(fences.length);
+      // Each node recorded the value its own counter gave; the grant's fence is recorded on a quorum (sent after
+      // the grant, not waited for), so that inspect, which reports the value a quorum records, finds it.
+      for (const lock of held) await quorumRecords(nodes.servers, key, lock.token, lock.fence, quorum);
+      expect((await first.locks.inspect(key))?.holders.map((holder) => holder.fence).sort((a, b) => a - b)).toEqual(
+        fences,
+      );
+      // A grant asked for after those were returned (the 25th permit) is above every one of them.
+      const later = await first.locks.acquire(key, options);
+      expect(later.fence).toBeGreaterThan(fences[fences.length - 1]);
+      await Promise.all([...held, later].map((lock) => lock.release()));
+    },
+  );
 
   it('a permit granted by a quorum behind another node still gets a fence above every earlier grant (the write-back)', async () => {
     const { locks } = await apps.start({ nodes: nodes.option });

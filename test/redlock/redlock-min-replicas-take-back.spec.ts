@@ -28,7 +28,11 @@ describe('Redlock node with minReplicas: an unacknowledged grant already undone 
 
   beforeAll(async () => {
     servers = await startMasterWithReplica();
-    node = new RedisLockNode(servers.master.url, { label: 'nodes[0]', minReplicas: { replicas: 1, timeout: ACK_TIMEOUT_MS }, order: new TokenOrder() });
+    node = new RedisLockNode(servers.master.url, {
+      label: 'nodes[0]',
+      minReplicas: { replicas: 1, timeout: ACK_TIMEOUT_MS },
+      order: new TokenOrder(),
+    });
     type RunScript = (script: LockScript, ...rest: unknown[]) => Promise<unknown>;
     const client = (node as unknown as { client: { runScript: RunScript } }).client;
     const runScript = client.runScript.bind(client);
@@ -52,7 +56,9 @@ describe('Redlock node with minReplicas: an unacknowledged grant already undone 
    */
   async function warmUp(shape?: LockShape): Promise<void> {
     const key = namer.names(uniqueKey('warm-up'));
-    expect(await node.acquire({ keys: [key], token: 'warm|up', ttl: 10_000, shape }, 10_000)).toMatchObject({ acquired: true });
+    expect(await node.acquire({ keys: [key], token: 'warm|up', ttl: 10_000, shape }, 10_000)).toMatchObject({
+      acquired: true,
+    });
     await node.undo([key], 'warm|up', 10_000, shape);
   }
 
@@ -71,7 +77,11 @@ describe('Redlock node with minReplicas: an unacknowledged grant already undone 
    * out (the second undo: it then runs after the next attempt, which the thawed replica acknowledges) or the
    * first attempt settled without one. Resolves once every command sent has run.
    */
-  async function attemptUndoThenNext(key: LockKeyNames, token: string, shape?: LockShape): Promise<{ undos: number; next: unknown }> {
+  async function attemptUndoThenNext(
+    key: LockKeyNames,
+    token: string,
+    shape?: LockShape,
+  ): Promise<{ undos: number; next: unknown }> {
     servers.replica.pause();
     const before = undoScripts;
     const lateTakeBack = new Promise<void>((resolve) => {
@@ -118,15 +128,18 @@ describe('Redlock node with minReplicas: an unacknowledged grant already undone 
     { what: 'a mutex', shape: undefined },
     { what: "a semaphore's permit", shape: { kind: 'semaphore', limit: 3 } as const },
   ];
-  it.each(shapes)("$what: the token's next attempt, made behind the store's undo, keeps its grant", async ({ shape }) => {
-    await warmUp(shape);
-    const key = namer.names(uniqueKey('taken-back'));
-    const { undos, next } = await attemptUndoThenNext(key, 'token|same', shape);
-    expect(next).toMatchObject({ acquired: true });
-    await expectNextAttemptHolds(key, 'token|same');
-    expect(undos).toBe(1);
-    expect(await node.release({ keys: [key], token: 'token|same', shape }, 10_000)).toBe(1);
-  });
+  it.each(shapes)(
+    "$what: the token's next attempt, made behind the store's undo, keeps its grant",
+    async ({ shape }) => {
+      await warmUp(shape);
+      const key = namer.names(uniqueKey('taken-back'));
+      const { undos, next } = await attemptUndoThenNext(key, 'token|same', shape);
+      expect(next).toMatchObject({ acquired: true });
+      await expectNextAttemptHolds(key, 'token|same');
+      expect(undos).toBe(1);
+      expect(await node.release({ keys: [key], token: 'token|same', shape }, 10_000)).toBe(1);
+    },
+  );
 
   it('control: with no undo sent, an unacknowledged grant is taken back', async () => {
     await warmUp();
@@ -134,7 +147,9 @@ describe('Redlock node with minReplicas: an unacknowledged grant already undone 
     servers.replica.pause();
     const before = undoScripts;
     try {
-      await expect(node.acquire({ keys: [key], token: 'token|alone', ttl: 60_000 }, 10_000)).rejects.toBeInstanceOf(ReplicasNotAcknowledgedError);
+      await expect(node.acquire({ keys: [key], token: 'token|alone', ttl: 60_000 }, 10_000)).rejects.toBeInstanceOf(
+        ReplicasNotAcknowledgedError,
+      );
     } finally {
       servers.replica.resume();
     }
@@ -175,12 +190,18 @@ describe('Redlock node with minReplicas: an unacknowledged grant already undone 
   });
 
   it("a connection's first granting script goes in full: never answered NOSCRIPT and sent again behind later commands", async () => {
-    const fresh = new RedisLockNode(servers.master.url, { label: 'nodes[fresh]', minReplicas: { replicas: 1, timeout: ACK_TIMEOUT_MS }, order: new TokenOrder() });
+    const fresh = new RedisLockNode(servers.master.url, {
+      label: 'nodes[fresh]',
+      minReplicas: { replicas: 1, timeout: ACK_TIMEOUT_MS },
+      order: new TokenOrder(),
+    });
     try {
       await servers.master.command('SCRIPT', 'FLUSH');
       const before = await noScriptErrors();
       const key = namer.names(uniqueKey('fresh'));
-      expect(await fresh.acquire({ keys: [key], token: 'token|fresh', ttl: 10_000 }, 10_000)).toMatchObject({ acquired: true });
+      expect(await fresh.acquire({ keys: [key], token: 'token|fresh', ttl: 10_000 }, 10_000)).toMatchObject({
+        acquired: true,
+      });
       expect(await fresh.release({ keys: [key], token: 'token|fresh' }, 10_000)).toBe(1);
       expect(await noScriptErrors()).toBe(before);
     } finally {

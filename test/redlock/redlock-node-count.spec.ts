@@ -22,7 +22,9 @@ describe('Redlock over 1 or 2 nodes', () => {
     const warn = vi.spyOn(Logger.prototype, 'warn');
     try {
       const { locks } = await apps.start({ nodes: [...servers, ...third].slice(0, count).map((server) => server.url) });
-      const lockWarnings = warn.mock.calls.map(([message]) => String(message)).filter((message) => message.startsWith('Redlock over'));
+      const lockWarnings = warn.mock.calls
+        .map(([message]) => String(message))
+        .filter((message) => message.startsWith('Redlock over'));
       expect(lockWarnings).toEqual(warning === undefined ? [] : [expect.stringContaining(warning)]);
       const lock = await locks.acquire(uniqueKey('few-nodes'));
       expect(await lock.release()).toBe(true);

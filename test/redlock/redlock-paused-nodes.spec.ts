@@ -96,7 +96,11 @@ describe('Redlock with paused nodes (5 real Redis nodes, SIGSTOP)', () => {
     for (const node of [1, 2, 4]) nodes.servers[node].resume();
     // Half a ttl: a key left by a queued attempt and never undone lives a whole ttl (2 s) from resume(), and
     // eventually checks once more past its deadline, so a stall here can only let such a key expire unseen.
-    await eventually(async () => (await valuesOn(nodes, lockKey)).every((value) => value === null), TTL_MS / 2, 'no stray key');
+    await eventually(
+      async () => (await valuesOn(nodes, lockKey)).every((value) => value === null),
+      TTL_MS / 2,
+      'no stray key',
+    );
 
     const lock = await client.locks.acquire(key, { wait: 0 });
     expect(lock.fence).toBeGreaterThan(0);

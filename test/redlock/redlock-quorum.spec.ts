@@ -1,5 +1,13 @@
 import type { RedlockLockStore } from '../../lib/stores/redlock/redlock-lock.store';
-import { eventually, freshLock, freshToken, redlockStore, type RedlockNodes, startRedlockNodes, valuesOn } from './helpers/redlock-nodes';
+import {
+  eventually,
+  freshLock,
+  freshToken,
+  redlockStore,
+  type RedlockNodes,
+  startRedlockNodes,
+  valuesOn,
+} from './helpers/redlock-nodes';
 
 const NODES = 5;
 const QUORUM = 3;
@@ -51,8 +59,12 @@ describe('Redlock quorum over 5 real Redis nodes, exhaustively', () => {
       const values = await valuesOn(nodes, lock.lockKey);
       const ours = values.filter((value) => value === token).length;
       const on = held.join(',');
-      outcomes.push(`held on [${on}]: ${outcome.acquired ? 'granted' : 'busy'}, ours on ${outcome.acquired ? 'a quorum' : ours}`);
-      expected.push(`held on [${on}]: ${held.length < QUORUM ? 'granted' : 'busy'}, ours on ${held.length < QUORUM ? 'a quorum' : 0}`);
+      outcomes.push(
+        `held on [${on}]: ${outcome.acquired ? 'granted' : 'busy'}, ours on ${outcome.acquired ? 'a quorum' : ours}`,
+      );
+      expected.push(
+        `held on [${on}]: ${held.length < QUORUM ? 'granted' : 'busy'}, ours on ${held.length < QUORUM ? 'a quorum' : 0}`,
+      );
 
       // The other client's leases are never touched.
       expect(held.map((node) => values[node])).toEqual(held.map(() => FOREIGN));
@@ -61,7 +73,11 @@ describe('Redlock quorum over 5 real Redis nodes, exhaustively', () => {
         expect(outcome.fences).toHaveLength(1);
         expect(outcome.validUntil).toBeGreaterThan(performance.now());
         await expect(store.release([lock], token)).resolves.toBe(true);
-        await eventually(async () => !(await valuesOn(nodes, lock.lockKey)).includes(token), 1000, 'released everywhere');
+        await eventually(
+          async () => !(await valuesOn(nodes, lock.lockKey)).includes(token),
+          1000,
+          'released everywhere',
+        );
       } else {
         // Busy, not unavailable: every node answered. The wait hint is a held lease's remaining time.
         expect(outcome.retryAfter).toBeGreaterThan(0);
@@ -121,7 +137,10 @@ describe('Redlock quorum over 5 real Redis nodes, exhaustively', () => {
     // The two nodes that granted are undone: awaited where they had answered, queued behind the attempt
     // where they had not (the verdict does not wait for them).
     await eventually(
-      async () => (await Promise.all([1, 3].map((node) => nodes.inspectors[node].get(majority.lockKey)))).every((value) => value === null),
+      async () =>
+        (await Promise.all([1, 3].map((node) => nodes.inspectors[node].get(majority.lockKey)))).every(
+          (value) => value === null,
+        ),
       1_000,
       'the granting nodes undone',
     );

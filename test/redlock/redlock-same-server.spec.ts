@@ -77,17 +77,27 @@ describe('Redlock nodes that are one server under two names', () => {
         expect(error?.option).toBe('nodes[1]');
         expect(error?.message).toContain('nodes[0] reaches the same one');
         // From then on, at once: no grant counts that server twice again.
-        expect(await rejectionOf(locks.tryAcquire(uniqueKey('after')))).toMatchObject({ option: 'nodes[1]', message: error?.message });
-        expect(errors.mock.calls.filter(([message]) => String(message).includes('reaches the same one'))).toHaveLength(1);
+        expect(await rejectionOf(locks.tryAcquire(uniqueKey('after')))).toMatchObject({
+          option: 'nodes[1]',
+          message: error?.message,
+        });
+        expect(errors.mock.calls.filter(([message]) => String(message).includes('reaches the same one'))).toHaveLength(
+          1,
+        );
         // A lease that may stand on a vote counted twice is not renewed: its holder learns it lost the lock.
         // Told why, not "gone when renewing it"; an explicit extend says the same.
         if (early) {
           await within(abortedAt(early.signal), 3_000, 'the early lease lost');
-          expect(String((early.signal.reason as Error).message)).toMatch(/its renewal was refused: .*nodes\[0\] reaches the same one.*count twice\. Stop work/);
+          expect(String((early.signal.reason as Error).message)).toMatch(
+            /its renewal was refused: .*nodes\[0\] reaches the same one.*count twice\. Stop work/,
+          );
         }
         if (unrenewed) {
           const refused = await rejectionOf(unrenewed.extend());
-          expect(refused).toMatchObject({ name: 'LockLostError', message: expect.stringMatching(/its renewal was refused: .*reaches the same one/) });
+          expect(refused).toMatchObject({
+            name: 'LockLostError',
+            message: expect.stringMatching(/its renewal was refused: .*reaches the same one/),
+          });
           expect((refused as Error).cause).toBeInstanceOf(LockOptionsError);
           expect(unrenewed.signal.aborted).toBe(true);
         }
@@ -107,7 +117,10 @@ describe('Redlock nodes that are one server under two names', () => {
     try {
       const restricted = other.url.replace('redis://', 'redis://locker:locker-pw@');
       const { locks } = await apps.start({ nodes: [shared.url, restricted, third[0].url], ttl: 2_000 });
-      const leftOutWarnings = () => warnings.mock.calls.filter(([message]) => String(message).startsWith('Cannot tell which Redis server nodes[1] is'));
+      const leftOutWarnings = () =>
+        warnings.mock.calls.filter(([message]) =>
+          String(message).startsWith('Cannot tell which Redis server nodes[1] is'),
+        );
       expect(await locks.tryAcquire(uniqueKey('acl'))).not.toBeNull();
       await eventually(async () => leftOutWarnings().length > 0, 5_000, 'the warning for the node that refused INFO');
       expect(await refusal(locks, 300)).toBeUndefined();
@@ -126,7 +139,11 @@ describe('Redlock nodes that are one server under two names', () => {
     try {
       const servers = [shared, other, third[0]];
       const infoCalls = async (): Promise<number[]> =>
-        Promise.all(servers.map(async (server) => Number(/cmdstat_info:calls=(\d+)/.exec(String(await server.command('INFO', 'commandstats')))?.[1] ?? 0)));
+        Promise.all(
+          servers.map(async (server) =>
+            Number(/cmdstat_info:calls=(\d+)/.exec(String(await server.command('INFO', 'commandstats')))?.[1] ?? 0),
+          ),
+        );
       const before = await infoCalls();
       let reads = 0;
       const { locks } = await apps.start({ nodes: servers.map((server) => server.url), ttl: 2_000 });

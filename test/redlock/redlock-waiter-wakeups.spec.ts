@@ -5,7 +5,15 @@ import { RedlockLockStore } from '../../lib/stores/redlock/redlock-lock.store';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { commandStats } from '../support/redis-stats';
 import { subscribersOf, waiterAsleep } from '../support/waiters';
-import { eventually, freshLock, freshToken, redlockStore, type RedlockNodes, startRedlockNodes, valuesOn } from './helpers/redlock-nodes';
+import {
+  eventually,
+  freshLock,
+  freshToken,
+  redlockStore,
+  type RedlockNodes,
+  startRedlockNodes,
+  valuesOn,
+} from './helpers/redlock-nodes';
 
 /**
  * How a Redlock waiter learns that the grant that refused it is gone:
@@ -67,7 +75,11 @@ describe('Redlock waiter wake-ups over 5 real nodes', () => {
       await eventually(async () => messages.includes(token), 2_000, 'the taken-back grant announced');
       // Released everywhere: the release to a node still silent at the verdict is not awaited (it queues behind
       // that node's attempt), so it may land a moment later; a lease it missed would stay for its 5 s.
-      await eventually(async () => (await valuesOn(nodes, late.lockKey)).every((value) => value === null), 2_000, 'the taken-back grant released on every node');
+      await eventually(
+        async () => (await valuesOn(nodes, late.lockKey)).every((value) => value === null),
+        2_000,
+        'the taken-back grant released on every node',
+      );
       // Granted on 2 nodes only, against a holder on the other 3: taken back silently, as before, although its
       // refusals marked the key awaited on those 3 (and it is marked on the other 2 here).
       const partial = freshLock('partial');
@@ -96,7 +108,10 @@ describe('Redlock waiter wake-ups over 5 real nodes', () => {
       // The writer's grant is released (or taken back) first: its token is announced and counted, as a reader
       // was refused by it.
       expect((await writerSide.acquire({ keys: [lock], token: writer, ttl: 10_000 })).acquired).toBe(true);
-      expect((await readerSide.acquire({ keys: [lock], token: freshToken(), ttl: 10_000, shape: { kind: 'read' } })).acquired).toBe(false);
+      expect(
+        (await readerSide.acquire({ keys: [lock], token: freshToken(), ttl: 10_000, shape: { kind: 'read' } }))
+          .acquired,
+      ).toBe(false);
       const beforeRelease = watch.seen;
       await writerSide.release([lock], writer);
       await eventually(async () => watch.seen > beforeRelease, 2_000, "the grant's release counted");
@@ -122,7 +137,11 @@ describe('Redlock waiter wake-ups over 5 real nodes', () => {
     await holderSide.locks.acquire(key, { ttl: 30_000, autoExtend: false });
     const names = new LockKeyNamer('lock:').names(key);
     // Granted once a quorum answered: the other nodes' grants may still be on their way.
-    await eventually(async () => (await valuesOn(nodes, names.lockKey)).every((held) => held !== null), 2_000, 'the lease on every node');
+    await eventually(
+      async () => (await valuesOn(nodes, names.lockKey)).every((held) => held !== null),
+      2_000,
+      'the lease on every node',
+    );
     const value = await nodes.inspectors[0].get(names.lockKey);
     expect(value).not.toBeNull();
     const waiting = waiterSide.locks.acquire(key, { wait: Infinity, signal: AbortSignal.timeout(6_000) });
@@ -130,7 +149,10 @@ describe('Redlock waiter wake-ups over 5 real nodes', () => {
     // on a quorum of nodes; the announcements below come from chosen nodes, so every node must be listening.
     await waiterAsleep(waiterSide.locks, key);
     await eventually(
-      async () => (await Promise.all(nodes.inspectors.map((node) => subscribersOf(node, names.channel)))).every((count) => count >= 1),
+      async () =>
+        (await Promise.all(nodes.inspectors.map((node) => subscribersOf(node, names.channel)))).every(
+          (count) => count >= 1,
+        ),
       2_000,
       'the waiter subscribed on every node',
     );
@@ -149,7 +171,8 @@ describe('Redlock waiter wake-ups over 5 real nodes', () => {
     // Not before that attempt reached every lagging node and was refused there (on a loaded machine it could
     // come after the rest of the release and be granted, and the test would show nothing): then it sleeps again.
     await eventually(
-      async () => (await Promise.all(laggingNodes.map(scriptCalls))).every((calls, index) => calls > callsBefore[index]),
+      async () =>
+        (await Promise.all(laggingNodes.map(scriptCalls))).every((calls, index) => calls > callsBefore[index]),
       3_000,
       "the woken waiter's attempt on every lagging node",
     );

@@ -19,8 +19,12 @@ describe('Redlock: a writer refused by readers that hold no quorum', () => {
   const TTL = 4_000;
 
   /** Grants each reader on the nodes listed, directly (no quorum needed): what a Redlock attempt leaves there. */
-  async function placeReaders(key: ReturnType<LockKeyNamer['names']>, placements: readonly (readonly [number, string])[]): Promise<void> {
-    for (const [node, value] of placements) await direct[node].acquire({ keys: [key], token: value, ttl: TTL, shape: reader }, 1_000);
+  async function placeReaders(
+    key: ReturnType<LockKeyNamer['names']>,
+    placements: readonly (readonly [number, string])[],
+  ): Promise<void> {
+    for (const [node, value] of placements)
+      await direct[node].acquire({ keys: [key], token: value, ttl: TTL, shape: reader }, 1_000);
   }
 
   /** A queued writer's attempt through the Redlock store: refused, with how long it would sleep. */
@@ -32,7 +36,10 @@ describe('Redlock: a writer refused by readers that hold no quorum', () => {
 
   beforeAll(async () => {
     servers = await startRedisServers(3);
-    store = new RedlockLockStore(servers.map((server) => server.url), { driftFactor: 0.01 });
+    store = new RedlockLockStore(
+      servers.map((server) => server.url),
+      { driftFactor: 0.01 },
+    );
     direct = servers.map((server, index) => new RedisLockNode(server.url, { label: `direct[${index}]` }));
   });
   afterAll(async () => {
@@ -41,28 +48,50 @@ describe('Redlock: a writer refused by readers that hold no quorum', () => {
     await Promise.all((servers ?? []).map((server) => server.stop()));
   });
 
-  it('partial reader grants on two nodes: retried soon, not after the readers\' lease', async () => {
+  it("partial reader grants on two nodes: retried soon, not after the readers' lease", async () => {
     const key = namer.names(uniqueKey('partial-readers'));
-    await placeReaders(key, [[0, 'readerA|x'], [2, 'readerB|x']]);
+    await placeReaders(key, [
+      [0, 'readerA|x'],
+      [2, 'readerB|x'],
+    ]);
     expect(await writerRetryAfter(key, 'writer|x')).toBeLessThanOrEqual(30);
   });
 
   it('one reader on a quorum: the writer sleeps until a release (or the lease end), as before', async () => {
     const key = namer.names(uniqueKey('quorum-reader'));
-    await placeReaders(key, [[0, 'readerA|x'], [1, 'readerA|x'], [2, 'readerB|x']]);
+    await placeReaders(key, [
+      [0, 'readerA|x'],
+      [1, 'readerA|x'],
+      [2, 'readerB|x'],
+    ]);
     expect(await writerRetryAfter(key, 'writer|y')).toBeGreaterThan(3_000);
   });
 
   it('more readers than a node names (33, each on a quorum): the writer sleeps, it does not spin', async () => {
     const key = namer.names(uniqueKey('many-readers'));
     // Node 0 holds all 33 (too many to name), nodes 1 and 2 about half each: every reader holds a quorum.
-    await placeReaders(key, Array.from({ length: 33 }, (_, i) => [[0, `reader${i}|x`], [i % 2 ? 1 : 2, `reader${i}|x`]] as const).flat());
+    await placeReaders(
+      key,
+      Array.from(
+        { length: 33 },
+        (_, i) =>
+          [
+            [0, `reader${i}|x`],
+            [i % 2 ? 1 : 2, `reader${i}|x`],
+          ] as const,
+      ).flat(),
+    );
     expect(await writerRetryAfter(key, 'writer|many')).toBeGreaterThan(3_000);
   });
 
   it('readers split over a quorum that includes a slow node: about a node timeout, not a spin', async () => {
     const key = namer.names(uniqueKey('slow-node'));
-    await placeReaders(key, [[0, 'readerA|x'], [1, 'readerA|x'], [1, 'readerB|x'], [2, 'readerB|x']]);
+    await placeReaders(key, [
+      [0, 'readerA|x'],
+      [1, 'readerA|x'],
+      [1, 'readerB|x'],
+      [2, 'readerB|x'],
+    ]);
     // Node 1, which makes each reader's quorum, answers only after the store heard the others out (50 ms).
     servers[1].pause();
     try {
@@ -75,7 +104,12 @@ describe('Redlock: a writer refused by readers that hold no quorum', () => {
 
   it('two readers with different quorums: the writer sleeps, it does not spin', async () => {
     const key = namer.names(uniqueKey('two-quorums'));
-    await placeReaders(key, [[0, 'readerA|x'], [1, 'readerA|x'], [1, 'readerB|x'], [2, 'readerB|x']]);
+    await placeReaders(key, [
+      [0, 'readerA|x'],
+      [1, 'readerA|x'],
+      [1, 'readerB|x'],
+      [2, 'readerB|x'],
+    ]);
     expect(await writerRetryAfter(key, 'writer|z')).toBeGreaterThan(3_000);
   });
 });

@@ -82,7 +82,11 @@ describe('Redlock node: the commands of a token and its writer second script', (
   async function writerMeetingReader(
     label: string,
     { on = node, timeoutMs = 1_000 }: { on?: RedisLockNode; timeoutMs?: number } = {},
-  ): Promise<{ key: ReturnType<LockKeyNamer['names']>; attempt: ReturnType<RedisLockNode['acquire']>; open: () => void }> {
+  ): Promise<{
+    key: ReturnType<LockKeyNamer['names']>;
+    attempt: ReturnType<RedisLockNode['acquire']>;
+    open: () => void;
+  }> {
     const key = namer.names(uniqueKey(label));
     await on.acquire({ keys: [key], token: 'reader|a', ttl: 10_000, shape: reader }, 1_000);
     const second = holdSecondScript();
@@ -142,7 +146,13 @@ describe('Redlock node: the commands of a token and its writer second script', (
     // The store's busy verdict came from other nodes: undo, the withdrawal of what this late answer may record,
     // then the waiter's next attempt, in that order.
     const undone = node.undo([key], 'writer|b', 1_000);
-    const withdrawn = node.withdrawIfRecorded(key, 'writer|b', 1_000, attempt.then((answer) => !answer.acquired && answer.queued === true), 'writer|b|withdrawn|late');
+    const withdrawn = node.withdrawIfRecorded(
+      key,
+      'writer|b',
+      1_000,
+      attempt.then((answer) => !answer.acquired && answer.queued === true),
+      'writer|b|withdrawn|late',
+    );
     const next = node.acquire({ keys: [key], token: 'writer|b', ttl: 10_000 }, 1_000);
     open();
     await expect(attempt).resolves.toMatchObject({ acquired: false, queued: true });
@@ -151,33 +161,36 @@ describe('Redlock node: the commands of a token and its writer second script', (
     expect(await server.command('EXISTS', key.writerKey)).toBe(1);
   });
 
-  it.each(['before', 'after'])('close(): an undo chained behind a second script in flight, made %s close() began, still goes out', async (when) => {
-    const closing = gatedNode(`nodes[close-${when}]`);
-    const { key, attempt, open } = await writerMeetingReader(`close-${when}`, { on: closing, timeoutMs: 5_000 });
-    await closing.release({ keys: [key], token: 'reader|a', shape: reader }, 5_000);
-    // The second script goes out to a frozen server, so it is still unanswered when close() is called.
-    server.pause();
-    let closed: Promise<void> | undefined;
-    let undone: Promise<void> | undefined;
-    try {
-      if (when === 'before') undone = closing.undo([key], 'writer|b', 5_000);
-      open();
-      await sleep(50);
-      closed = closing.close();
-      if (when === 'after') undone = closing.undo([key], 'writer|b', 5_000);
-      await sleep(50);
-      server.resume();
-      await expect(attempt).resolves.toMatchObject({ acquired: true });
-      await undone;
-      await closed;
-    } finally {
-      server.resume();
-    }
-    // Before: the undo, chained behind the second script, was refused once close() had begun: the writer's
-    // lease stayed for its 10 s. New work is refused all along.
-    expect(await server.command('EXISTS', key.lockKey)).toBe(0);
-    expect(() => closing.acquire({ keys: [key], token: 'writer|c', ttl: 10_000 }, 5_000)).toThrow(/closed/);
-  });
+  it.each(['before', 'after'])(
+    'close(): an undo chained behind a second script in flight, made %s close() began, still goes out',
+    async (when) => {
+      const closing = gatedNode(`nodes[close-${when}]`);
+      const { key, attempt, open } = await writerMeetingReader(`close-${when}`, { on: closing, timeoutMs: 5_000 });
+      await closing.release({ keys: [key], token: 'reader|a', shape: reader }, 5_000);
+      // The second script goes out to a frozen server, so it is still unanswered when close() is called.
+      server.pause();
+      let closed: Promise<void> | undefined;
+      let undone: Promise<void> | undefined;
+      try {
+        if (when === 'before') undone = closing.undo([key], 'writer|b', 5_000);
+        open();
+        await sleep(50);
+        closed = closing.close();
+        if (when === 'after') undone = closing.undo([key], 'writer|b', 5_000);
+        await sleep(50);
+        server.resume();
+        await expect(attempt).resolves.toMatchObject({ acquired: true });
+        await undone;
+        await closed;
+      } finally {
+        server.resume();
+      }
+      // Before: the undo, chained behind the second script, was refused once close() had begun: the writer's
+      // lease stayed for its 10 s. New work is refused all along.
+      expect(await server.command('EXISTS', key.lockKey)).toBe(0);
+      expect(() => closing.acquire({ keys: [key], token: 'writer|c', ttl: 10_000 }, 5_000)).toThrow(/closed/);
+    },
+  );
 
   it("close(): a late answer's withdrawal, made after close() began, still goes out: no intent is left", async () => {
     const closing = gatedNode('nodes[close-withdraw]');
@@ -235,7 +248,7 @@ describe('Redlock node: the commands of a token and its writer second script', (
     expect(await server.command('EXISTS', key.lockKey)).toBe(0);
   });
 
-  it("a chained attempt sent before its deadline gives its real answer, even one that comes after that deadline", async () => {
+  it('a chained attempt sent before its deadline gives its real answer, even one that comes after that deadline', async () => {
     const { key, attempt, open } = await writerMeetingReader('late-real-answer');
     // Chained behind the second script, with 1 s to wait there; the chain clears at once, and the attempt's own
     // answer (readers still in: the intent renewed, queued) then reaches the node 1.5 s later.

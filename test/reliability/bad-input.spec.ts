@@ -74,7 +74,11 @@ describe('bad input', () => {
       ['redis as a number', () => ({ redis: 6379 as unknown as string }), 'redis'],
       ['redis as an empty object', () => ({ redis: {} }), 'redis'],
       ['redis port 70000', () => ({ redis: { host: '127.0.0.1', port: 70000 } }), 'redis.port'],
-      ['redis host as a number', () => ({ redis: { host: 127 as unknown as string, port: server.port } }), 'redis.host'],
+      [
+        'redis host as a number',
+        () => ({ redis: { host: 127 as unknown as string, port: server.port } }),
+        'redis.host',
+      ],
       ['nodes empty', () => ({ nodes: [] }), 'nodes'],
       ['nodes as a string', () => ({ nodes: server.url as unknown as string[] }), 'nodes'],
       ['nodes with an ftp:// URL', () => ({ nodes: [server.url, 'ftp://127.0.0.1:1'] }), 'nodes[1]'],
@@ -98,7 +102,7 @@ describe('bad input', () => {
       await expectRefused(() => bootstrap(options()), LockOptionsError, option);
     });
 
-    it('a bad value from forRootAsync\'s factory fails the bootstrap the same way', async () => {
+    it("a bad value from forRootAsync's factory fails the bootstrap the same way", async () => {
       const connections = (await clientList(server)).length;
       const compile = (): Promise<unknown> =>
         Test.createTestingModule({
@@ -118,17 +122,33 @@ describe('bad input', () => {
       ['acquire ttl "x"', (locks, key) => locks.acquire(key, { ttl: 'x' as unknown as number }), 'ttl'],
       ['acquire wait -1', (locks, key) => locks.acquire(key, { wait: -1 }), 'wait'],
       ['acquire wait NaN', (locks, key) => locks.acquire(key, { wait: NaN }), 'wait'],
-      ['tryAcquire autoExtend "no"', (locks, key) => locks.tryAcquire(key, { autoExtend: 'no' as unknown as boolean }), 'autoExtend'],
+      [
+        'tryAcquire autoExtend "no"',
+        (locks, key) => locks.tryAcquire(key, { autoExtend: 'no' as unknown as boolean }),
+        'autoExtend',
+      ],
       ['tryAcquire maxHold -1', (locks, key) => locks.tryAcquire(key, { maxHold: -1 }), 'maxHold'],
-      ['withLock reentrant "y"', (locks, key, ran) => locks.withLock(key, ran, { reentrant: 'y' as unknown as boolean }), 'reentrant'],
-      ['acquire signal that is not an AbortSignal', (locks, key) => locks.acquire(key, { signal: {} as AbortSignal }), 'signal'],
+      [
+        'withLock reentrant "y"',
+        (locks, key, ran) => locks.withLock(key, ran, { reentrant: 'y' as unknown as boolean }),
+        'reentrant',
+      ],
+      [
+        'acquire signal that is not an AbortSignal',
+        (locks, key) => locks.acquire(key, { signal: {} as AbortSignal }),
+        'signal',
+      ],
       ['acquire options as a string', (locks, key) => locks.acquire(key, 'fast' as unknown as object), 'options'],
-      ['withLock options as a number', (locks, key, ran) => locks.withLock(key, ran, 42 as unknown as object), 'options'],
+      [
+        'withLock options as a number',
+        (locks, key, ran) => locks.withLock(key, ran, 42 as unknown as object),
+        'options',
+      ],
       ['extend(0): would expire the lease at once', (locks, key) => extendHeld(locks, key, 0), 'ttl'],
       ['extend(-5)', (locks, key) => extendHeld(locks, key, -5), 'ttl'],
       ['extend(NaN)', (locks, key) => extendHeld(locks, key, NaN), 'ttl'],
       ['extend(Infinity)', (locks, key) => extendHeld(locks, key, Infinity), 'ttl'],
-      ['extend(0.5): less than Redis\'s 1 ms', (locks, key) => extendHeld(locks, key, 0.5), 'ttl'],
+      ["extend(0.5): less than Redis's 1 ms", (locks, key) => extendHeld(locks, key, 0.5), 'ttl'],
     ];
 
     /** Holds `key`, tries the bad extend, and releases: the release must find the lease intact. */
@@ -236,7 +256,10 @@ describe('bad input', () => {
       const connections = (await clientList(server)).length;
       let locks: LockService | undefined;
       await expectRefused(async () => {
-        const module = await Test.createTestingModule({ imports: [LockModule.forRoot({ redis: server.url })], ...metadata })
+        const module = await Test.createTestingModule({
+          imports: [LockModule.forRoot({ redis: server.url })],
+          ...metadata,
+        })
           .setLogger(quietLogger())
           .compile();
         locks = module.get(LockService);
@@ -285,7 +308,10 @@ describe('bad input', () => {
     ];
 
     it.each(rows)('%s', async (_case, call) => {
-      const module = await Test.createTestingModule({ imports: [LockModule.forRoot({ redis: server.url })], providers: [Orders] })
+      const module = await Test.createTestingModule({
+        imports: [LockModule.forRoot({ redis: server.url })],
+        providers: [Orders],
+      })
         .setLogger(quietLogger())
         .compile();
       await module.init();
@@ -303,7 +329,15 @@ describe('bad input', () => {
     let http: App;
     beforeAll(async () => {
       const module = await Test.createTestingModule({
-        imports: [AppModule.forRoot({ port: 0, locks: true, interestRate: 0, instance: 'bad-input', store: { kind: 'redis', url: server.url } })],
+        imports: [
+          AppModule.forRoot({
+            port: 0,
+            locks: true,
+            interestRate: 0,
+            instance: 'bad-input',
+            store: { kind: 'redis', url: server.url },
+          }),
+        ],
       })
         .setLogger(quietLogger())
         .compile();
@@ -328,19 +362,55 @@ describe('bad input', () => {
       ['transfer: "to" missing', 400, 'InvalidLockKeyError', '/transfers', { from: 'a1', amount: 5 }],
       ['transfer: "from" null', 400, 'InvalidLockKeyError', '/transfers', { from: null, to: 'b1', amount: 5 }],
       ['transfer: "from" an empty string', 400, 'InvalidLockKeyError', '/transfers', { from: '', to: 'b1', amount: 5 }],
-      ['transfer: "from" an operator object', 400, 'InvalidLockKeyError', '/transfers', { from: { $gt: '' }, to: 'b1', amount: 5 }],
+      [
+        'transfer: "from" an operator object',
+        400,
+        'InvalidLockKeyError',
+        '/transfers',
+        { from: { $gt: '' }, to: 'b1', amount: 5 },
+      ],
       ['transfer: "from" an array', 400, 'InvalidLockKeyError', '/transfers', { from: ['a1'], to: 'b1', amount: 5 }],
-      ['transfer: "from" too long for a key', 400, 'InvalidLockKeyError', '/transfers', { from: long, to: 'b1', amount: 5 }],
-      ['transfer: "from" a lone surrogate', 400, 'InvalidLockKeyError', '/transfers', '{"from":"\\ud800","to":"b1","amount":5}'],
+      [
+        'transfer: "from" too long for a key',
+        400,
+        'InvalidLockKeyError',
+        '/transfers',
+        { from: long, to: 'b1', amount: 5 },
+      ],
+      [
+        'transfer: "from" a lone surrogate',
+        400,
+        'InvalidLockKeyError',
+        '/transfers',
+        '{"from":"\\ud800","to":"b1","amount":5}',
+      ],
       ['transfer: a JSON array as the body', 400, 'InvalidLockKeyError', '/transfers', '[]'],
       ['transfer: "from" a number', 400, 'ValidationPipe', '/transfers', { from: 5, to: 'b1', amount: 5 }],
       ['transfer: same account twice', 400, 'ValidationPipe', '/transfers', { from: 'a1', to: 'a1', amount: 5 }],
       ['transfer: negative amount', 400, 'ValidationPipe', '/transfers', { from: 'a1', to: 'b1', amount: -5 }],
       ['transfer: amount as text', 400, 'ValidationPipe', '/transfers', { from: 'a1', to: 'b1', amount: 'lots' }],
-      ['transfer: unknown field', 400, 'ValidationPipe', '/transfers', { from: 'a1', to: 'b1', amount: 5, admin: true }],
-      ['transfer: id with a colon (a key-template separator)', 400, 'ValidationPipe', '/transfers', { from: 'a:1', to: 'b1', amount: 5 }],
+      [
+        'transfer: unknown field',
+        400,
+        'ValidationPipe',
+        '/transfers',
+        { from: 'a1', to: 'b1', amount: 5, admin: true },
+      ],
+      [
+        'transfer: id with a colon (a key-template separator)',
+        400,
+        'ValidationPipe',
+        '/transfers',
+        { from: 'a:1', to: 'b1', amount: 5 },
+      ],
       ['transfer: malformed JSON', 400, 'body parser', '/transfers', '{"from":'],
-      ['transfer: between accounts that do not exist', 404, 'AccountNotFoundError', '/transfers', { from: 'ghost1', to: 'ghost2', amount: 5 }],
+      [
+        'transfer: between accounts that do not exist',
+        404,
+        'AccountNotFoundError',
+        '/transfers',
+        { from: 'ghost1', to: 'ghost2', amount: 5 },
+      ],
       ['deposit: id with a space', 400, 'ValidationPipe', '/accounts/a%20b/deposit', { amount: 5 }],
       ['deposit: amount 0', 400, 'ValidationPipe', '/accounts/a1/deposit', { amount: 0 }],
       ['deposit: no body', 400, 'ValidationPipe', '/accounts/a1/deposit', ''],
@@ -360,13 +430,48 @@ describe('bad input', () => {
 
   describe('Redis answering with an error', () => {
     /** Foreign data planted at a lock's Redis keys: the library must refuse it and leave it as it was. */
-    const rows: [string, (key: string) => Promise<unknown>, (locks: LockService, key: string, ran: () => void) => Promise<unknown>, ErrorClass][] = [
-      ['a LIST at the lock\'s name (acquire)', (key) => server.command('RPUSH', `lock:{${key}}`, 'x', 'y'), (locks, key) => locks.acquire(key), InvalidLockKeyError],
-      ['a HASH at the lock\'s name (tryAcquire)', (key) => server.command('HSET', `lock:{${key}}`, 'f', 'v'), (locks, key) => locks.tryAcquire(key), InvalidLockKeyError],
-      ['a SET at the lock\'s name (withLock)', (key) => server.command('SADD', `lock:{${key}}`, 'm'), (locks, key, ran) => locks.withLock(key, ran), InvalidLockKeyError],
-      ['a LIST at the fence key', (key) => server.command('RPUSH', `lock:{${key}}:fence`, '1'), (locks, key) => locks.acquire(key), InvalidLockKeyError],
-      ['text at the fence key', (key) => server.command('SET', `lock:{${key}}:fence`, 'twelve'), (locks, key) => locks.acquire(key), InvalidLockKeyError],
-      ['a fence counter at the 64-bit limit', (key) => server.command('SET', `lock:{${key}}:fence`, '9223372036854775807'), (locks, key) => locks.acquire(key), InvalidLockKeyError],
+    const rows: [
+      string,
+      (key: string) => Promise<unknown>,
+      (locks: LockService, key: string, ran: () => void) => Promise<unknown>,
+      ErrorClass,
+    ][] = [
+      [
+        "a LIST at the lock's name (acquire)",
+        (key) => server.command('RPUSH', `lock:{${key}}`, 'x', 'y'),
+        (locks, key) => locks.acquire(key),
+        InvalidLockKeyError,
+      ],
+      [
+        "a HASH at the lock's name (tryAcquire)",
+        (key) => server.command('HSET', `lock:{${key}}`, 'f', 'v'),
+        (locks, key) => locks.tryAcquire(key),
+        InvalidLockKeyError,
+      ],
+      [
+        "a SET at the lock's name (withLock)",
+        (key) => server.command('SADD', `lock:{${key}}`, 'm'),
+        (locks, key, ran) => locks.withLock(key, ran),
+        InvalidLockKeyError,
+      ],
+      [
+        'a LIST at the fence key',
+        (key) => server.command('RPUSH', `lock:{${key}}:fence`, '1'),
+        (locks, key) => locks.acquire(key),
+        InvalidLockKeyError,
+      ],
+      [
+        'text at the fence key',
+        (key) => server.command('SET', `lock:{${key}}:fence`, 'twelve'),
+        (locks, key) => locks.acquire(key),
+        InvalidLockKeyError,
+      ],
+      [
+        'a fence counter at the 64-bit limit',
+        (key) => server.command('SET', `lock:{${key}}:fence`, '9223372036854775807'),
+        (locks, key) => locks.acquire(key),
+        InvalidLockKeyError,
+      ],
       [
         'a LIST at the second key of a multi-key lock',
         (key) => server.command('RPUSH', `lock:{${key}:b}`, 'x'),
@@ -379,7 +484,12 @@ describe('bad input', () => {
         (locks, key) => locks.acquire([`${key}:a`, `${key}:b`]),
         InvalidLockKeyError,
       ],
-      ['a string with no expiry at the lock\'s name (looks held forever)', (key) => server.command('SET', `lock:{${key}}`, 'not a token'), (locks, key) => locks.acquire(key, { wait: 0 }), LockNotAcquiredError],
+      [
+        "a string with no expiry at the lock's name (looks held forever)",
+        (key) => server.command('SET', `lock:{${key}}`, 'not a token'),
+        (locks, key) => locks.acquire(key, { wait: 0 }),
+        LockNotAcquiredError,
+      ],
     ];
 
     it.each(rows)('%s', async (_case, plant, call, expected) => {
@@ -393,7 +503,7 @@ describe('bad input', () => {
       expect(await server.command('EXISTS', `lock:{${key}:a}`)).toBe(0);
     });
 
-    it('the lock\'s key replaced by a LIST while held: extend() is a LockLostError, the signal aborts, the LIST stays', async () => {
+    it("the lock's key replaced by a LIST while held: extend() is a LockLostError, the signal aborts, the LIST stays", async () => {
       const { locks } = await apps.start({ redis: server.url, autoExtend: false });
       const key = uniqueKey('replaced');
       const lock = await locks.acquire(key);
@@ -411,7 +521,11 @@ describe('bad input', () => {
     });
 
     it.each<[string, string[], string[]]>([
-      ['out of memory (maxmemory reached, noeviction)', ['CONFIG', 'SET', 'maxmemory', '1'], ['CONFIG', 'SET', 'maxmemory', '0']],
+      [
+        'out of memory (maxmemory reached, noeviction)',
+        ['CONFIG', 'SET', 'maxmemory', '1'],
+        ['CONFIG', 'SET', 'maxmemory', '0'],
+      ],
       ['a read-only replica (after a failover)', ['REPLICAOF', '127.0.0.1', '1'], ['REPLICAOF', 'NO', 'ONE']],
     ])('Redis refusing writes, %s: a LockUnavailableError, nothing written', async (_case, refuse, restore) => {
       const { locks } = await apps.start({ redis: server.url });

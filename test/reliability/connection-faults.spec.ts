@@ -77,8 +77,15 @@ describe('connection faults (one Redis)', () => {
     // At least 2.4 s after the first kill, twice the ttl: the keys of `multi` and `d` are only there if renewals
     // went on (`a`, with its 10 s lease, shows that nothing deleted it).
     await sleep(TTL_MS);
-    for (const [key, lock] of [[a, single], [b, multi], [c, multi]] as const) {
-      expect([key, await server.command('GET', leaseKey(key))]).toEqual([key, expect.stringMatching(`^${lock.token}\\|`)]);
+    for (const [key, lock] of [
+      [a, single],
+      [b, multi],
+      [c, multi],
+    ] as const) {
+      expect([key, await server.command('GET', leaseKey(key))]).toEqual([
+        key,
+        expect.stringMatching(`^${lock.token}\\|`),
+      ]);
       expect(Number(await server.command('PTTL', leaseKey(key)))).toBeGreaterThan(0);
       expect(lock.signal.aborted).toBe(false);
     }
@@ -90,7 +97,9 @@ describe('connection faults (one Redis)', () => {
     expect(await single.release()).toBe(true);
     const next = await within(waiter, 2_000, 'the waiter after the release');
     const handoffMs = performance.now() - releasedAt;
-    console.log(`CLIENT KILL ×3 (${killedIds.size} connections): locks held throughout; waiter got the released key ${handoffMs.toFixed(1)} ms after release`);
+    console.log(
+      `CLIENT KILL ×3 (${killedIds.size} connections): locks held throughout; waiter got the released key ${handoffMs.toFixed(1)} ms after release`,
+    );
     expect(await next.release()).toBe(true);
     expect(await multi.release()).toBe(true);
     insideRelease();
@@ -111,7 +120,8 @@ describe('connection faults (one Redis)', () => {
 
     const restartedFrom = performance.now();
     await server.restart();
-    const abortMs = (await within(lost, TTL_MS * 2 + BOUND_MS, 'the signal of the lock held across the restart')) - restartedFrom;
+    const abortMs =
+      (await within(lost, TTL_MS * 2 + BOUND_MS, 'the signal of the lock held across the restart')) - restartedFrom;
     expect(held.signal.reason).toBeInstanceOf(LockLostError);
     // Within about one lease of the restart; 1.5 s of slack for a stall of the loaded machine (the abort is a
     // timer), while an abort that never comes is caught by within() above.
@@ -122,7 +132,9 @@ describe('connection faults (one Redis)', () => {
     const other = await locks.acquire(uniqueKey('after-restart'), { wait: 0 });
     // Redis without persistence forgot the fence counter: fences start over. This is why a Redis
     // without persistence must stay down for one ttl before it restarts (see GUARANTEES.md).
-    console.log(`Redis restart: held lock's signal aborted ${abortMs.toFixed(0)} ms after the restart began (ttl ${TTL_MS * 2}); fence before ${held.fence}, after ${again.fence}`);
+    console.log(
+      `Redis restart: held lock's signal aborted ${abortMs.toFixed(0)} ms after the restart began (ttl ${TTL_MS * 2}); fence before ${held.fence}, after ${again.fence}`,
+    );
     expect(again.fence).toBeLessThan(held.fence);
     expect(await held.release()).toBe(false);
     expect(await again.release()).toBe(true);
@@ -130,7 +142,10 @@ describe('connection faults (one Redis)', () => {
     await expectNoUnhandledRejection();
   });
 
-  it.each([['one key', 1], ['three keys', 3]])(
+  it.each([
+    ['one key', 1],
+    ['three keys', 3],
+  ])(
     'an acquire (%s) whose reply is lost to a connection reset is granted when the client resends it, not found busy against its own token',
     async (_label, keyCount) => {
       const proxy = await TcpProxy.start(server.port);
@@ -142,7 +157,11 @@ describe('connection faults (one Redis)', () => {
         proxy.swallowReplies = true;
         const attempt = locks.acquire(keys, { wait: 0 });
         // The script ran in Redis (the keys are set) but its reply went nowhere; then the connection resets.
-        await eventually(async () => (await server.command('EXISTS', leaseKey(keys[keyCount - 1]))) === 1, 3_000, 'the swallowed script run');
+        await eventually(
+          async () => (await server.command('EXISTS', leaseKey(keys[keyCount - 1]))) === 1,
+          3_000,
+          'the swallowed script run',
+        );
         const firstRun = await server.command('GET', leaseKey(keys[0]));
         proxy.resetAll();
         proxy.swallowReplies = false;
@@ -201,7 +220,11 @@ describe('connection faults (one Redis)', () => {
       if (paused) server.resume();
       else await server.restart();
       // Back: the service serves again, and nothing the failed calls sent is left holding a key.
-      const after = await retryWhile(LockUnavailableError, () => locks.acquire(uniqueKey('after'), { wait: 0 }), BOUND_MS);
+      const after = await retryWhile(
+        LockUnavailableError,
+        () => locks.acquire(uniqueKey('after'), { wait: 0 }),
+        BOUND_MS,
+      );
       expect(await after.release()).toBe(true);
       await sleep(TTL_MS + 100);
       for (const key of [failedAcquireKey, ...released.keys, ...renewed.keys]) {

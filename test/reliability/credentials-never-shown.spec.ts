@@ -55,9 +55,14 @@ interface Shown {
 
 async function exercise(options: LockModuleOptions): Promise<Shown> {
   const logger = new CapturingLogger();
-  @Module({ imports: [LockModule.forRoot({ ...options, ttl: 1_000, commandTimeout: 400 })], controllers: [OrdersController] })
+  @Module({
+    imports: [LockModule.forRoot({ ...options, ttl: 1_000, commandTimeout: 400 })],
+    controllers: [OrdersController],
+  })
   class AppModule {}
-  const module = await Test.createTestingModule({ imports: [AppModule] }).setLogger(logger).compile();
+  const module = await Test.createTestingModule({ imports: [AppModule] })
+    .setLogger(logger)
+    .compile();
   const app: INestApplication = module.createNestApplication({ logger });
   await app.init();
   const locks = app.get(LockService);
@@ -76,7 +81,14 @@ async function exercise(options: LockModuleOptions): Promise<Shown> {
   ];
   try {
     // Side by side: a call on a connection that never authenticates waits out its command timeout.
-    const errors = await Promise.all(calls.map((call) => call().then(() => undefined, (caught: unknown) => caught)));
+    const errors = await Promise.all(
+      calls.map((call) =>
+        call().then(
+          () => undefined,
+          (caught: unknown) => caught,
+        ),
+      ),
+    );
     for (const error of errors) {
       expect(error, 'every call fails while the store refuses the connection').toBeInstanceOf(Error);
       shown.push(printed(error), JSON.stringify(error), String((error as Error).stack));
@@ -119,7 +131,19 @@ describe('credentials never shown', () => {
     for (let i = 0; i < 3; i++) {
       const server = await startRedis();
       // The ACL user may authenticate but not run scripts: the refusal comes after a successful AUTH.
-      await server.command('ACL', 'SETUSER', 'locks', 'on', `>${ACL_USER_PASSWORD}`, '~*', '&*', '+@connection', '+info', '+subscribe', '+ping');
+      await server.command(
+        'ACL',
+        'SETUSER',
+        'locks',
+        'on',
+        `>${ACL_USER_PASSWORD}`,
+        '~*',
+        '&*',
+        '+@connection',
+        '+info',
+        '+subscribe',
+        '+ping',
+      );
       await server.command('CONFIG', 'SET', 'requirepass', RIGHT);
       servers.push(server);
     }
@@ -141,7 +165,9 @@ describe('credentials never shown', () => {
   });
 
   it('a wrong username and password in ioredis options', async () => {
-    const shown = await exercise({ redis: { host: redis.host, port: redis.port, username: 'default', password: WRONG } });
+    const shown = await exercise({
+      redis: { host: redis.host, port: redis.port, username: 'default', password: WRONG },
+    });
     expectNoSecret(shown);
     expectAdvice(shown, AUTHENTICATION_FAILED);
   });
@@ -182,7 +208,8 @@ describe('credentials never shown', () => {
 
     beforeAll(async () => {
       deployment = await startSentinelDeployment();
-      for (const server of [deployment.master, deployment.replica]) await server.command('CONFIG', 'SET', 'requirepass', RIGHT);
+      for (const server of [deployment.master, deployment.replica])
+        await server.command('CONFIG', 'SET', 'requirepass', RIGHT);
     });
 
     afterAll(async () => {
@@ -204,7 +231,18 @@ describe('credentials never shown', () => {
 });
 
 /** The README's ACL rule for the module's user ("Redis ACL"): everything the module does works under it. */
-const README_ACL_RULES = ['~lock:*', '&lock:*', '+@scripting', '+@read', '+@write', '+@pubsub', '+@connection', '+info', '+wait', '+time'];
+const README_ACL_RULES = [
+  '~lock:*',
+  '&lock:*',
+  '+@scripting',
+  '+@read',
+  '+@write',
+  '+@pubsub',
+  '+@connection',
+  '+info',
+  '+wait',
+  '+time',
+];
 
 describe("the README's ACL rule for the module's user", () => {
   let server: RedisProcess;
@@ -220,7 +258,9 @@ describe("the README's ACL rule for the module's user", () => {
 
   it('lets every primitive, waiting and the operator calls work', async () => {
     const module = await Test.createTestingModule({
-      imports: [LockModule.forRoot({ redis: `redis://locks:${ACL_USER_PASSWORD}@${server.host}:${server.port}`, ttl: 2_000 })],
+      imports: [
+        LockModule.forRoot({ redis: `redis://locks:${ACL_USER_PASSWORD}@${server.host}:${server.port}`, ttl: 2_000 }),
+      ],
     })
       .setLogger(new ConsoleLogger({ logLevels: ['error'] }))
       .compile();

@@ -174,7 +174,9 @@ describe('FencedWriter (Redis Cluster)', () => {
   it('a fenceKey in another slot is a LockOptionsError, not a raw CROSSSLOT reply', async () => {
     const writer = new FencedWriter(client);
     const key = `{${uniqueKey('a')}}:x`;
-    await expect(writer.set(key, 'v', 1, { fenceKey: `{${uniqueKey('b')}}:fence` })).rejects.toBeInstanceOf(LockOptionsError);
+    await expect(writer.set(key, 'v', 1, { fenceKey: `{${uniqueKey('b')}}:fence` })).rejects.toBeInstanceOf(
+      LockOptionsError,
+    );
     expect(await client.exists(key)).toBe(0);
   });
 });

@@ -9,7 +9,7 @@ import { abortedAt } from './support/timing';
  * lease in Redis but kept the longer local validity, so for up to one ttl two holders each believed they
  * held the lock.)
  */
-describe('the holder\'s belief never outlives the lease in Redis', () => {
+describe("the holder's belief never outlives the lease in Redis", () => {
   const apps = trackLockApps();
   let server: RedisProcess;
   beforeAll(async () => {

@@ -42,7 +42,14 @@ describe('load: the sample app under autocannon', () => {
     const port = await findFreePort();
     const app = children.start('sample-app-server', {
       execArgv: ['--expose-gc'],
-      env: { PORT: String(port), REDIS_URL: server.url, REDIS_NODES: '', LOCK_STORE: '', LOCKS: 'on', INTEREST_RATE: '0' },
+      env: {
+        PORT: String(port),
+        REDIS_URL: server.url,
+        REDIS_NODES: '',
+        LOCK_STORE: '',
+        LOCKS: 'on',
+        INTEREST_RATE: '0',
+      },
     });
     const url = `http://127.0.0.1:${port}`;
     await within(waitUntilHealthy(url, app), START_TIMEOUT_MS, 'the sample app start');
@@ -60,7 +67,11 @@ describe('load: the sample app under autocannon', () => {
         url,
         requests: ACCOUNTS,
         connections: CONNECTIONS,
-        next: () => ({ method: 'POST', path: `/accounts/${accountId(opened++ % ACCOUNTS)}/deposit`, body: { amount: OPENING_BALANCE } }),
+        next: () => ({
+          method: 'POST',
+          path: `/accounts/${accountId(opened++ % ACCOUNTS)}/deposit`,
+          body: { amount: OPENING_BALANCE },
+        }),
         answered: countDeposits,
       }),
       ROUND_TIMEOUT_MS,
@@ -72,9 +83,14 @@ describe('load: the sample app under autocannon', () => {
     /** Half transfers between two random accounts, half deposits into one. */
     const mixed = (): LoadRequest => {
       const from = randomInt(ACCOUNTS);
-      if (Math.random() < 0.5) return { method: 'POST', path: `/accounts/${accountId(from)}/deposit`, body: { amount: 1 + randomInt(100) } };
+      if (Math.random() < 0.5)
+        return { method: 'POST', path: `/accounts/${accountId(from)}/deposit`, body: { amount: 1 + randomInt(100) } };
       const to = (from + 1 + randomInt(ACCOUNTS - 1)) % ACCOUNTS;
-      return { method: 'POST', path: '/transfers', body: { from: accountId(from), to: accountId(to), amount: 1 + randomInt(5_000) } };
+      return {
+        method: 'POST',
+        path: '/transfers',
+        body: { from: accountId(from), to: accountId(to), amount: 1 + randomInt(5_000) },
+      };
     };
     const rounds: LoadResult[] = [];
     const memory = [before];

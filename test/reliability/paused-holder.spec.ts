@@ -41,7 +41,12 @@ describe('paused holder (SIGSTOP past the lease)', () => {
     const lockKey = uniqueKey('paused');
     const resourceKey = uniqueKey('resource');
     const holder = children.start('paused-holder', {
-      config: { lockOptions: { redis: server.url, ttl: TTL_MS }, dataUrl: server.url, lockKey, resourceKey } satisfies PausedHolderConfig,
+      config: {
+        lockOptions: { redis: server.url, ttl: TTL_MS },
+        dataUrl: server.url,
+        lockKey,
+        resourceKey,
+      } satisfies PausedHolderConfig,
     });
     const held = await holder.next<HoldingMessage>('holding', STEP_TIMEOUT_MS);
 

@@ -62,8 +62,13 @@ describe('history checker: semaphore and read-write lock across processes', () =
     const reports = await workers.runAll<PrimitivesHistoryReport>(configs, STEP_TIMEOUT_MS);
 
     for (const report of reports) expect(report.errors).toEqual([]);
-    const semaphore = checkPrimitivesHistory(await fleet.dataClient.lrange(eventsKey(semaphoreKey), 0, -1), { limit: LIMIT });
-    const readWrite = checkPrimitivesHistory(await fleet.dataClient.lrange(eventsKey(readWriteKey), 0, -1), 'read-write');
+    const semaphore = checkPrimitivesHistory(await fleet.dataClient.lrange(eventsKey(semaphoreKey), 0, -1), {
+      limit: LIMIT,
+    });
+    const readWrite = checkPrimitivesHistory(
+      await fleet.dataClient.lrange(eventsKey(readWriteKey), 0, -1),
+      'read-write',
+    );
     const highest = async (key: string, kind: 'permit' | 'read' | 'write'): Promise<number> =>
       Number((await fleet.dataClient.get(insideKeys(key, kind).max)) ?? 0);
     const counted = {
@@ -71,7 +76,8 @@ describe('history checker: semaphore and read-write lock across processes', () =
       readers: await highest(readWriteKey, 'read'),
       writers: await highest(readWriteKey, 'write'),
     };
-    const sum = (pick: (report: PrimitivesHistoryReport) => number): number => reports.reduce((total, report) => total + pick(report), 0);
+    const sum = (pick: (report: PrimitivesHistoryReport) => number): number =>
+      reports.reduce((total, report) => total + pick(report), 0);
     console.log(
       `primitives history [${label}]: ${PROCESSES} processes; semaphore limit ${LIMIT}: ${semaphore.grants} grants ` +
         `${JSON.stringify(semaphore.grantsByProcess)}, max inside ${semaphore.maxInside} (counter ${counted.permits}), ` +
@@ -85,7 +91,11 @@ describe('history checker: semaphore and read-write lock across processes', () =
         [...semaphore.examples, ...readWrite.examples].map((example) => `\n  ${example}`).join(''),
     );
     // The counters and the lists are written by the same scripts: they must tell the same story.
-    expect(counted).toEqual({ permits: semaphore.maxInside, readers: readWrite.maxReaders, writers: readWrite.maxWriters });
+    expect(counted).toEqual({
+      permits: semaphore.maxInside,
+      readers: readWrite.maxReaders,
+      writers: readWrite.maxWriters,
+    });
     if (locked) expect(sum((report) => report.lostInside)).toBe(0);
     return { semaphore, readWrite, counted, reports };
   }
@@ -116,7 +126,9 @@ describe('history checker: semaphore and read-write lock across processes', () =
     }
   }
 
-  const redlockNodes = (count: number): LockModuleOptions => ({ nodes: servers.slice(0, count).map((server) => server.url) });
+  const redlockNodes = (count: number): LockModuleOptions => ({
+    nodes: servers.slice(0, count).map((server) => server.url),
+  });
 
   it('one Redis: never more than 3 permits inside, no reader beside a writer, fences rise in grant order', async () => {
     expectKeptAndContended(await runHistory('one Redis', { redis: servers[0].url }, true));
@@ -149,25 +161,51 @@ describe('history checker: semaphore and read-write lock across processes', () =
 });
 
 describe('checkPrimitivesHistory', () => {
-  const enter = (attempt: string, kind: 'permit' | 'read' | 'write', fence: number): string[] => [callEvent(attempt), enterEvent(attempt, kind, fence)];
+  const enter = (attempt: string, kind: 'permit' | 'read' | 'write', fence: number): string[] => [
+    callEvent(attempt),
+    enterEvent(attempt, kind, fence),
+  ];
 
   it('accepts permits up to the limit, and counts those of different processes inside together', () => {
     const verdict = checkPrimitivesHistory(
-      [...enter('0.a.0', 'permit', 1), ...enter('1.a.0', 'permit', 2), exitEvent('0.a.0', 'permit'), ...enter('0.a.1', 'permit', 3), exitEvent('1.a.0', 'permit'), exitEvent('0.a.1', 'permit')],
+      [
+        ...enter('0.a.0', 'permit', 1),
+        ...enter('1.a.0', 'permit', 2),
+        exitEvent('0.a.0', 'permit'),
+        ...enter('0.a.1', 'permit', 3),
+        exitEvent('1.a.0', 'permit'),
+        exitEvent('0.a.1', 'permit'),
+      ],
       { limit: 2 },
     );
-    expect(verdict).toMatchObject({ grants: 3, maxInside: 2, crossProcessOverlaps: 2, violations: 0, grantsByProcess: { '0': 2, '1': 1 } });
+    expect(verdict).toMatchObject({
+      grants: 3,
+      maxInside: 2,
+      crossProcessOverlaps: 2,
+      violations: 0,
+      grantsByProcess: { '0': 2, '1': 1 },
+    });
   });
 
   it('counts a permit over the limit', () => {
-    const verdict = checkPrimitivesHistory([...enter('0.a.0', 'permit', 1), ...enter('0.b.0', 'permit', 2), ...enter('1.a.0', 'permit', 3)], { limit: 2 });
+    const verdict = checkPrimitivesHistory(
+      [...enter('0.a.0', 'permit', 1), ...enter('0.b.0', 'permit', 2), ...enter('1.a.0', 'permit', 3)],
+      { limit: 2 },
+    );
     expect(verdict.overLimit).toBe(1);
     expect(verdict.maxInside).toBe(3);
   });
 
   it('accepts readers together and a writer alone', () => {
     const verdict = checkPrimitivesHistory(
-      [...enter('0.r.0', 'read', 1), ...enter('1.r.0', 'read', 2), exitEvent('0.r.0', 'read'), exitEvent('1.r.0', 'read'), ...enter('2.w.0', 'write', 3), exitEvent('2.w.0', 'write')],
+      [
+        ...enter('0.r.0', 'read', 1),
+        ...enter('1.r.0', 'read', 2),
+        exitEvent('0.r.0', 'read'),
+        exitEvent('1.r.0', 'read'),
+        ...enter('2.w.0', 'write', 3),
+        exitEvent('2.w.0', 'write'),
+      ],
       'read-write',
     );
     expect(verdict).toMatchObject({ maxReaders: 2, maxWriters: 1, writerOverlaps: 0, violations: 0 });
@@ -184,19 +222,36 @@ describe('checkPrimitivesHistory', () => {
 
   it('counts a fence not above one granted before the call, and a repeated fence; a grant that overtook is fine', () => {
     // 0.b asked before 0.a was granted: its lower fence is no inversion (grants may finish out of order).
-    const overtaken = [callEvent('0.a.0'), callEvent('0.b.0'), enterEvent('0.a.0', 'permit', 5), enterEvent('0.b.0', 'permit', 4)];
+    const overtaken = [
+      callEvent('0.a.0'),
+      callEvent('0.b.0'),
+      enterEvent('0.a.0', 'permit', 5),
+      enterEvent('0.b.0', 'permit', 4),
+    ];
     expect(checkPrimitivesHistory(overtaken, { limit: 2 }).fenceInversions).toBe(0);
     // 1.a asked after the fence 5 was granted: its fence must be above 5.
-    expect(checkPrimitivesHistory([...enter('0.a.0', 'permit', 5), ...enter('1.a.0', 'permit', 4)], { limit: 2 }).fenceInversions).toBe(1);
+    expect(
+      checkPrimitivesHistory([...enter('0.a.0', 'permit', 5), ...enter('1.a.0', 'permit', 4)], { limit: 2 })
+        .fenceInversions,
+    ).toBe(1);
     const repeated = checkPrimitivesHistory(
-      [callEvent('0.a.0'), callEvent('1.a.0'), enterEvent('0.a.0', 'permit', 5), enterEvent('1.a.0', 'permit', 5), exitEvent('0.a.0', 'permit'), exitEvent('1.a.0', 'permit')],
+      [
+        callEvent('0.a.0'),
+        callEvent('1.a.0'),
+        enterEvent('0.a.0', 'permit', 5),
+        enterEvent('1.a.0', 'permit', 5),
+        exitEvent('0.a.0', 'permit'),
+        exitEvent('1.a.0', 'permit'),
+      ],
       { limit: 2 },
     );
     expect(repeated).toMatchObject({ fenceInversions: 0, repeatedFences: 1, violations: 1 });
   });
 
   it('counts an enter without its call, an exit without its enter, and a holder that never left', () => {
-    expect(checkPrimitivesHistory([enterEvent('0.a.0', 'permit', 1), exitEvent('0.a.0', 'permit')], { limit: 1 }).malformed).toBe(1);
+    expect(
+      checkPrimitivesHistory([enterEvent('0.a.0', 'permit', 1), exitEvent('0.a.0', 'permit')], { limit: 1 }).malformed,
+    ).toBe(1);
     expect(checkPrimitivesHistory([exitEvent('0.a.0', 'permit')], { limit: 1 }).malformed).toBe(1);
     expect(checkPrimitivesHistory(enter('0.a.0', 'permit', 1), { limit: 1 }).malformed).toBe(1);
   });

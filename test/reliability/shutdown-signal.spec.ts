@@ -43,7 +43,9 @@ describe('shutdown on SIGTERM (enableShutdownHooks)', () => {
     expect(exit).toEqual({ code: null, signal: 'SIGTERM' });
     const left = [];
     for (const key of held) if ((await server.command('EXISTS', `lock:{${key}}`)) === 1) left.push(key);
-    console.log(`shutdown: ${held.length} locks held, process exited ${exitMs.toFixed(0)} ms after SIGTERM, ${left.length} lock keys left`);
+    console.log(
+      `shutdown: ${held.length} locks held, process exited ${exitMs.toFixed(0)} ms after SIGTERM, ${left.length} lock keys left`,
+    );
     expect(left).toEqual([]);
     // The fence counters stay: a fence must keep growing over restarts of the library.
     for (const key of held) expect(await server.command('EXISTS', `lock:{${key}}:fence`)).toBe(1);
@@ -63,7 +65,10 @@ describe('close while Redis is unreachable', () => {
   it('one Redis: nothing of the module keeps the process alive after app.close()', async () => {
     const url = `redis://127.0.0.1:${await findFreePort()}`;
     const child = children.start('unreachable-close', {
-      config: { lockOptions: { redis: url, ttl: 5_000 }, key: uniqueKey('unreachable-close') } satisfies UnreachableCloseConfig,
+      config: {
+        lockOptions: { redis: url, ttl: 5_000 },
+        key: uniqueKey('unreachable-close'),
+      } satisfies UnreachableCloseConfig,
     });
     const closed = await child.next<ClosedMessage>('closed', STEP_TIMEOUT_MS);
     expect(closed.refusedWith).toBe('LockUnavailableError');
@@ -72,7 +77,8 @@ describe('close while Redis is unreachable', () => {
     console.log(`close while unreachable: app.close() took ${closed.closeMs.toFixed(0)} ms`);
     const exit = await child.exitWithin(EXIT_BOUND_MS);
     // Code 3 comes with a 'lingering' message: what still held the process 600 ms after close.
-    const lingering = exit.code === 3 ? await child.next<LingeringMessage>('lingering', 1).catch(() => undefined) : undefined;
+    const lingering =
+      exit.code === 3 ? await child.next<LingeringMessage>('lingering', 1).catch(() => undefined) : undefined;
     expect({ exit, heldBy: lingering?.resources }).toEqual({ exit: { code: 0, signal: null }, heldBy: undefined });
     expect(child.reportedFaults).toEqual([]);
   });

@@ -50,7 +50,11 @@ describe('Redis store on Redis Cluster: a lease through a failover', () => {
   const apps = trackLockApps();
 
   it('with minReplicas: a grant the stalled replica does not acknowledge is refused (LockUnavailableError) and undone', async () => {
-    const { locks } = await apps.start({ redis: await clients.lend('ioredis'), ttl: TTL_MS, minReplicas: MIN_REPLICAS });
+    const { locks } = await apps.start({
+      redis: await clients.lend('ioredis'),
+      ttl: TTL_MS,
+      minReplicas: MIN_REPLICAS,
+    });
     const key = keys[0];
     await warmUp(locks, key);
     const { master, replicas } = await cluster.shardOf(namer.names(key).lockKey);
@@ -89,7 +93,13 @@ describe('Redis store on Redis Cluster: a lease through a failover', () => {
 
     const taken = await acquireOnceReachable(second.locks, key, 30_000);
     const secondHolderAfterMs = performance.now() - killedAt;
-    console.log(JSON.stringify({ cluster: 'lease lost without minReplicas', failoverMs: Math.round(failoverMs), secondHolderAfterMs: Math.round(secondHolderAfterMs) }));
+    console.log(
+      JSON.stringify({
+        cluster: 'lease lost without minReplicas',
+        failoverMs: Math.round(failoverMs),
+        secondHolderAfterMs: Math.round(secondHolderAfterMs),
+      }),
+    );
 
     // Two holders at once: the first still believes in its lease, the promoted replica never saw it.
     expect(held.signal.aborted).toBe(false);
@@ -103,7 +113,11 @@ describe('Redis store on Redis Cluster: a lease through a failover', () => {
     // minReplicas is refused with a node-redis Cluster (its WAIT is routed apart from the script). Before the
     // MOVED handling of the minReplicas pipeline, an ioredis Cluster holder never renewed through the new
     // master (renewal seen 10,067 ms after the kill = never, and the contender got the key).
-    const holder = await apps.start({ redis: await clients.lend('ioredis'), ttl: SURVIVING_TTL_MS, minReplicas: MIN_REPLICAS_PATIENT });
+    const holder = await apps.start({
+      redis: await clients.lend('ioredis'),
+      ttl: SURVIVING_TTL_MS,
+      minReplicas: MIN_REPLICAS_PATIENT,
+    });
     const contender = await apps.start({ redis: await clients.lend('ioredis'), ttl: TTL_MS });
     const key = keys[2];
     await Promise.all([warmUp(holder.locks, key), warmUp(contender.locks, key)]);
@@ -152,7 +166,11 @@ describe('Redis store on Redis Cluster: a lease through a failover', () => {
     // A renewal through the new master counts again: the returned replica acknowledges it (once its resync
     // is done: until then WAIT times out, and extend() says the store is unavailable).
     await eventually(
-      () => held.extend().then(() => true, (error: unknown) => (error instanceof LockUnavailableError ? false : Promise.reject(error))),
+      () =>
+        held.extend().then(
+          () => true,
+          (error: unknown) => (error instanceof LockUnavailableError ? false : Promise.reject(error)),
+        ),
       10_000,
       'a renewal through the new master acknowledged by the returned replica',
     );
@@ -171,7 +189,8 @@ async function waitForPromotion(replica: RedisProcess, since: number, timeoutMs 
   while (performance.now() < deadline) {
     const role = await replica.command('ROLE').catch(() => undefined);
     const info = await replica.command('CLUSTER', 'INFO').catch(() => '');
-    if (Array.isArray(role) && role[0] === 'master' && String(info).includes('cluster_state:ok')) return performance.now() - since;
+    if (Array.isArray(role) && role[0] === 'master' && String(info).includes('cluster_state:ok'))
+      return performance.now() - since;
     await sleep(50);
   }
   throw new Error(`replica :${replica.port} not promoted within ${timeoutMs} ms`);

@@ -55,7 +55,9 @@ describe('Redis store on Redis Cluster: one master down for good', () => {
       for (const warnings of [logged.ioredis, logged.nodeRedis]) {
         expect(warnings.length).toBeGreaterThan(0);
         // The command connection, and the subscriber's when a caller of the warm-up waited and subscribed.
-        expect(warnings.every((message) => /^Redis connection 'redis( \(subscriber\))?, node /.test(message))).toBe(true);
+        expect(warnings.every((message) => /^Redis connection 'redis( \(subscriber\))?, node /.test(message))).toBe(
+          true,
+        );
         expect(warnings.every((message) => message.includes(`, node ${address}': `))).toBe(true);
         // Each kind of error once per connection, not once per reconnection attempt: node-redis made one every
         // few hundred ms meanwhile.

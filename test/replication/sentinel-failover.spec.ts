@@ -73,7 +73,13 @@ describe('Redis store behind Sentinel: a lease through a failover', () => {
     expect(refusedAfterMs).toBeLessThan(3_000);
     // The grant was undone on the master: nobody is left holding it.
     expect(await deployment.master.command('GET', namer.names(key).lockKey)).toBeNull();
-    console.log(JSON.stringify({ sentinel: 'grant refused with minReplicas', refusedAfterMs: Math.round(refusedAfterMs), message: (error as Error).message }));
+    console.log(
+      JSON.stringify({
+        sentinel: 'grant refused with minReplicas',
+        refusedAfterMs: Math.round(refusedAfterMs),
+        message: (error as Error).message,
+      }),
+    );
 
     // With the replica back, the same call is granted (one acknowledgement). Retried while refused: a replica
     // just thawed on the loaded machine may still miss the 300 ms for an acknowledgement once or twice.
@@ -100,7 +106,11 @@ describe('Redis store behind Sentinel: a lease through a failover', () => {
     const taken = await acquireOnceReachable(second.locks, key, 20_000);
     const secondHolderAfterMs = performance.now() - killedAt;
     console.log(
-      JSON.stringify({ sentinel: 'lease lost without minReplicas', failoverMs: Math.round(failoverMs), secondHolderAfterMs: Math.round(secondHolderAfterMs) }),
+      JSON.stringify({
+        sentinel: 'lease lost without minReplicas',
+        failoverMs: Math.round(failoverMs),
+        secondHolderAfterMs: Math.round(secondHolderAfterMs),
+      }),
     );
 
     // Two holders at once: the first still holds a lease it believes valid for many more seconds…
@@ -114,7 +124,11 @@ describe('Redis store behind Sentinel: a lease through a failover', () => {
   });
 
   it('with minReplicas: a lease granted while the replica was up survives the failover; nobody else gets the key', async () => {
-    const holder = await apps.start({ redis: sentinelOptions(), ttl: SURVIVING_TTL_MS, minReplicas: MIN_REPLICAS_PATIENT });
+    const holder = await apps.start({
+      redis: sentinelOptions(),
+      ttl: SURVIVING_TTL_MS,
+      minReplicas: MIN_REPLICAS_PATIENT,
+    });
     const contender = await apps.start({ redis: sentinelOptions(), ttl: TTL_MS });
     await Promise.all([warmUp(holder.locks), warmUp(contender.locks)]);
     const key = uniqueKey('replicated');
@@ -161,12 +175,18 @@ describe('Redis store behind Sentinel: a lease through a failover', () => {
     // A renewal through the new master counts again once the returned replica acknowledges writes: it may
     // still be catching up (seen once: a renewal 1.2 s after it was back got 0 acks within 1 s).
     await eventually(
-      () => held.extend().then(() => true, (error: unknown) => (error instanceof LockUnavailableError ? false : Promise.reject(error))),
+      () =>
+        held.extend().then(
+          () => true,
+          (error: unknown) => (error instanceof LockUnavailableError ? false : Promise.reject(error)),
+        ),
       10_000,
       'a renewal through the new master acknowledged by the returned replica',
     );
     expect(await deployment.master.command('GET', namer.names(key).lockKey)).toMatch(`${held.token}|`);
-    expect(Number(await deployment.master.command('PTTL', namer.names(key).lockKey))).toBeGreaterThan(SURVIVING_TTL_MS / 2);
+    expect(Number(await deployment.master.command('PTTL', namer.names(key).lockKey))).toBeGreaterThan(
+      SURVIVING_TTL_MS / 2,
+    );
     expect(await held.release()).toBe(true);
     const next = await contender.locks.tryAcquire(key);
     expect(next).not.toBeNull();

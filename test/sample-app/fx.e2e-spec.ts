@@ -1,6 +1,10 @@
 import type { INestApplication } from '@nestjs/common';
 import { FxProviderRefusedError } from '../../sample-app/src/common/bank-errors';
-import { FX_PROVIDER, FX_PROVIDER_MAX_CONCURRENT_CALLS, type SimulatedFxProvider } from '../../sample-app/src/fx/fx-provider';
+import {
+  FX_PROVIDER,
+  FX_PROVIDER_MAX_CONCURRENT_CALLS,
+  type SimulatedFxProvider,
+} from '../../sample-app/src/fx/fx-provider';
 import { startRedis, type RedisProcess } from '../support/redis-server';
 import { bankClient, createBankApp } from './bank-app';
 
@@ -32,7 +36,9 @@ describe('sample app: GET /fx/:currency keeps the FX provider within its quota o
   it('8 concurrent quotes over two instances: all answered, never more than 2 calls in flight, none refused', async () => {
     const [first, second] = apps.map(bankClient);
 
-    const responses = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? first : second).get('/fx/EUR')));
+    const responses = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? first : second).get('/fx/EUR')),
+    );
 
     expect(responses.map((response) => response.status)).toEqual(Array(8).fill(200));
     expect(responses[0].body).toMatchObject({ currency: 'EUR', perUsd: 0.92 });

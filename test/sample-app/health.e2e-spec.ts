@@ -19,7 +19,10 @@ describe('sample app: GET /health', () => {
 
   it('is 200 while Redis answers, 503 (naming the store) once it is down, 200 again when it is back', async () => {
     const client = bankClient(app);
-    expect((await client.get('/health').expect(200)).body).toMatchObject({ status: 'ok', info: { locks: { status: 'up', store: 'redis' } } });
+    expect((await client.get('/health').expect(200)).body).toMatchObject({
+      status: 'ok',
+      info: { locks: { status: 'up', store: 'redis' } },
+    });
 
     redis.pause();
     try {

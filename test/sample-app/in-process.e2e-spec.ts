@@ -40,7 +40,10 @@ describe('sample app in the in-process mode (LOCK_STORE=memory)', () => {
   });
 
   it('GET /health answers 200 with store "memory"', async () => {
-    expect((await client.get('/health').expect(200)).body).toMatchObject({ status: 'ok', info: { locks: { status: 'up', store: 'memory' } } });
+    expect((await client.get('/health').expect(200)).body).toMatchObject({
+      status: 'ok',
+      info: { locks: { status: 'up', store: 'memory' } },
+    });
   });
 
   it('serves deposits, transfers (201), overdrafts (422) and balances', async () => {

@@ -60,5 +60,4 @@ describe('sample app: the scheduled interest job', () => {
     await expect(apps[2].get(InterestJob).applyInterest()).resolves.toBeUndefined();
     expect(await client.balance(rich)).toBe(1_100);
   });
-
 });

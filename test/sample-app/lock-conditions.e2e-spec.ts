@@ -43,7 +43,11 @@ describe('sample app: lock conditions, without Redis (LockTesting)', () => {
         expect(response.status).toBe(409);
         expect(performance.now() - startedAt).toBeGreaterThanOrEqual(TRANSFER_WAIT_MS - 50);
         expect(Number(response.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-        expect(response.body).toMatchObject({ statusCode: 409, code: 'LOCK_BUSY', keys: [accountLockKey(from), accountLockKey(to)] });
+        expect(response.body).toMatchObject({
+          statusCode: 409,
+          code: 'LOCK_BUSY',
+          keys: [accountLockKey(from), accountLockKey(to)],
+        });
       } finally {
         await held.release();
       }
@@ -117,7 +121,9 @@ describe('sample app: lock conditions, without Redis (LockTesting)', () => {
       await client.deposit(to, 1).expect(200);
       testing.makeUnavailable();
       try {
-        expect((await client.transfer({ from, to, amount: 100 }).expect(503)).body).toMatchObject({ code: 'LOCK_UNAVAILABLE' });
+        expect((await client.transfer({ from, to, amount: 100 }).expect(503)).body).toMatchObject({
+          code: 'LOCK_UNAVAILABLE',
+        });
         await client.deposit(from, 50).expect(503);
         // The health check's failure is logged as an ERROR by Terminus (kept out of the test output).
         const errors = vi.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);

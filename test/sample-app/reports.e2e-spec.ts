@@ -82,6 +82,8 @@ describe('sample app: GET /reports/:id computes once (no cache stampede)', () =>
   });
 
   it('the report of an account never opened is 404', async () => {
-    await bankClient(apps[0]).get(`/reports/${accountId('no-report')}`).expect(404);
+    await bankClient(apps[0])
+      .get(`/reports/${accountId('no-report')}`)
+      .expect(404);
   });
 });

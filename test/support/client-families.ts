@@ -114,7 +114,9 @@ export const CLIENT_FAMILIES: Readonly<Record<ClientFamilyName, ClientFamily>> =
       return nodeRedisReady(client, () => client.ping());
     },
     cluster: async (nodes) => {
-      const cluster = createClusterV4({ rootNodes: nodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` })) });
+      const cluster = createClusterV4({
+        rootNodes: nodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` })),
+      });
       return nodeRedisReady(cluster, async () => String(await cluster.sendCommand(undefined, false, ['PING'])));
     },
   },

@@ -2,7 +2,11 @@ import { eventually } from './eventually';
 import type { RedisProcess } from './redis-server';
 
 /** The member of `token` in the holders' set of `key` on one node, and the fence that node records for it. */
-async function permitRecordOn(server: RedisProcess, key: string, token: string): Promise<{ member: string; fence: number } | undefined> {
+async function permitRecordOn(
+  server: RedisProcess,
+  key: string,
+  token: string,
+): Promise<{ member: string; fence: number } | undefined> {
   const members = (await server.command('ZRANGE', `lock:{${key}}`, '0', '-1')) as string[];
   const member = members.find((value) => value.startsWith(`${token}|`));
   if (member === undefined) return undefined;
@@ -25,7 +29,10 @@ export async function quorumRecords(
   await eventually(
     async () => {
       records = await Promise.all(servers.map((server) => permitRecordOn(server, key, token)));
-      return records.every((record) => record !== undefined) && records.filter((record) => record?.fence === fence).length >= quorum;
+      return (
+        records.every((record) => record !== undefined) &&
+        records.filter((record) => record?.fence === fence).length >= quorum
+      );
     },
     5_000,
     `every node holds ${token} and ${quorum} of them record fence ${fence}`,

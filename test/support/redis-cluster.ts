@@ -39,7 +39,10 @@ export interface StartRedisClusterOptions {
  * `redis-cli --cluster create` and resolves once every node reports cluster_state:ok and knows all the
  * others, and every replica is in sync with its master.
  */
-export async function startRedisCluster(masters = 3, options: StartRedisClusterOptions = {}): Promise<RedisClusterProcess> {
+export async function startRedisCluster(
+  masters = 3,
+  options: StartRedisClusterOptions = {},
+): Promise<RedisClusterProcess> {
   const replicasPerMaster = options.replicasPerMaster ?? 0;
   const total = masters * (1 + replicasPerMaster);
   const nodes: RedisProcess[] = [];
@@ -50,12 +53,17 @@ export async function startRedisCluster(masters = 3, options: StartRedisClusterO
     await Promise.all([...nodes, ...stopped].map((node) => node.stop()));
   };
   const clusterArgs = (configFile: string): string[] => [
-    '--cluster-enabled', 'yes',
-    '--cluster-config-file', configFile,
-    '--cluster-node-timeout', String(NODE_TIMEOUT_MS),
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    configFile,
+    '--cluster-node-timeout',
+    String(NODE_TIMEOUT_MS),
     // A full sync starts at once (the default waits 5 s for more replicas to join a diskless transfer).
-    '--repl-diskless-sync', 'yes',
-    '--repl-diskless-sync-delay', '0',
+    '--repl-diskless-sync',
+    'yes',
+    '--repl-diskless-sync-delay',
+    '0',
   ];
   try {
     for (let i = 0; i < total; i++) {
@@ -67,9 +75,11 @@ export async function startRedisCluster(masters = 3, options: StartRedisClusterO
     await run(
       REDIS_CLI,
       [
-        '--cluster', 'create',
+        '--cluster',
+        'create',
         ...nodes.map((node) => `${node.host}:${node.port}`),
-        '--cluster-replicas', String(replicasPerMaster),
+        '--cluster-replicas',
+        String(replicasPerMaster),
         '--cluster-yes',
       ],
       { timeout: 30_000 },
@@ -95,7 +105,10 @@ export async function startRedisCluster(masters = 3, options: StartRedisClusterO
       const slot = Number(await live.command('CLUSTER', 'KEYSLOT', key));
       const table = parseClusterNodes(String(await live.command('CLUSTER', 'NODES')));
       const master = table.find(
-        (entry) => entry.flags.includes('master') && !entry.flags.includes('fail') && entry.slots.some(([from, to]) => slot >= from && slot <= to),
+        (entry) =>
+          entry.flags.includes('master') &&
+          !entry.flags.includes('fail') &&
+          entry.slots.some(([from, to]) => slot >= from && slot <= to),
       );
       if (!master) throw new Error(`no live master serves slot ${slot}`);
       const replicas = table.filter((entry) => entry.masterId === master.id && !entry.flags.includes('fail'));
@@ -138,11 +151,17 @@ async function waitForClusterOk(nodes: readonly RedisProcess[], total: number): 
  * Resolves once `replicas` of `nodes` are replicas with their master link up (redis-cli makes them
  * replicas a moment after the cluster already reports ok).
  */
-async function waitForReplicasInSync(nodes: readonly RedisProcess[], replicas: number, timeoutMs = CLUSTER_READY_TIMEOUT_MS): Promise<void> {
+async function waitForReplicasInSync(
+  nodes: readonly RedisProcess[],
+  replicas: number,
+  timeoutMs = CLUSTER_READY_TIMEOUT_MS,
+): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   let last = '';
   while (performance.now() < deadline) {
-    const infos = (await Promise.all(nodes.map((node) => node.command('INFO', 'replication').catch(String)))).map(String);
+    const infos = (await Promise.all(nodes.map((node) => node.command('INFO', 'replication').catch(String)))).map(
+      String,
+    );
     const inSync = infos.filter((info) => info.includes('role:slave') && info.includes('master_link_status:up')).length;
     if (inSync >= replicas) return;
     last = infos.join('\n');
@@ -157,7 +176,12 @@ async function waitForReplicasKnown(nodes: readonly RedisProcess[], replicas: nu
   let last = '';
   while (performance.now() < deadline) {
     const views = (await Promise.all(nodes.map((node) => node.command('CLUSTER', 'NODES').catch(String)))).map(String);
-    if (views.every((view) => parseClusterNodes(view).filter((entry) => entry.flags.includes('slave')).length === replicas)) return;
+    if (
+      views.every(
+        (view) => parseClusterNodes(view).filter((entry) => entry.flags.includes('slave')).length === replicas,
+      )
+    )
+      return;
     last = views[0];
     await sleep(50);
   }

@@ -42,7 +42,11 @@ export async function startMasterWithReplica(): Promise<MasterWithReplica> {
 }
 
 /** Resolves once `replica` reports its link to `master` up and `master` counts it as connected. */
-export async function waitForReplicaInSync(master: RedisProcess, replica: RedisProcess, timeoutMs = READY_TIMEOUT_MS): Promise<void> {
+export async function waitForReplicaInSync(
+  master: RedisProcess,
+  replica: RedisProcess,
+  timeoutMs = READY_TIMEOUT_MS,
+): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   let last = '';
   while (performance.now() < deadline) {
@@ -153,14 +157,18 @@ export async function startSentinelDeployment(): Promise<SentinelDeployment> {
       let last: unknown;
       while (performance.now() < deadline) {
         const views = await Promise.all(
-          sentinels.map((sentinel) => sentinel.command('SENTINEL', 'MASTER', SENTINEL_MASTER_NAME).then(masterView, String)),
+          sentinels.map((sentinel) =>
+            sentinel.command('SENTINEL', 'MASTER', SENTINEL_MASTER_NAME).then(masterView, String),
+          ),
         );
         const role = await promoted.command('ROLE').catch(String);
         last = { views, role };
         // GET-MASTER-ADDR-BY-NAME already names the promoted replica while a sentinel is still reconfiguring
         // (failover_in_progress); a killed master brought back then was seen promoted as well (both servers
         // masters, no replica acknowledging anything). So: switched on every sentinel, its failover over.
-        const switched = views.every((view) => typeof view !== 'string' && view.port === promoted.port && view.flags === 'master');
+        const switched = views.every(
+          (view) => typeof view !== 'string' && view.port === promoted.port && view.flags === 'master',
+        );
         if (switched && Array.isArray(role) && role[0] === 'master') {
           currentReplica = currentMaster;
           currentMaster = promoted;
@@ -259,7 +267,12 @@ class SentinelServer implements SentinelProcess {
         throw new Error(`sentinel on port ${this.port} exited at start:\n${this.logTail}`);
       }
       const info = await this.command('INFO', 'server').catch(() => undefined);
-      if (typeof info === 'string' && info.includes(`process_id:${child.pid}\r\n`) && info.includes('redis_mode:sentinel')) return;
+      if (
+        typeof info === 'string' &&
+        info.includes(`process_id:${child.pid}\r\n`) &&
+        info.includes('redis_mode:sentinel')
+      )
+        return;
       await sleep(20);
     }
     throw new Error(`sentinel on port ${this.port} did not answer within ${READY_TIMEOUT_MS} ms:\n${this.logTail}`);
@@ -290,7 +303,10 @@ async function waitForSentinelsReady(sentinels: readonly SentinelProcess[]): Pro
     );
     last = states;
     const ready = states.every(
-      (state) => typeof state === 'object' && state['num-slaves'] === '1' && state['num-other-sentinels'] === String(sentinels.length - 1),
+      (state) =>
+        typeof state === 'object' &&
+        state['num-slaves'] === '1' &&
+        state['num-other-sentinels'] === String(sentinels.length - 1),
     );
     if (ready) return;
     await sleep(100);
@@ -301,6 +317,7 @@ async function waitForSentinelsReady(sentinels: readonly SentinelProcess[]): Pro
 /** A flat [field, value, …] reply as an object. */
 function fields(reply: RespReply): Record<string, string> {
   const result: Record<string, string> = {};
-  if (Array.isArray(reply)) for (let i = 0; i + 1 < reply.length; i += 2) result[String(reply[i])] = String(reply[i + 1]);
+  if (Array.isArray(reply))
+    for (let i = 0; i + 1 < reply.length; i += 2) result[String(reply[i])] = String(reply[i + 1]);
   return result;
 }

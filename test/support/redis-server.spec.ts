@@ -101,11 +101,10 @@ describe('test harness: redis-server processes', () => {
 describe('test harness: leftover servers', () => {
   /** Runs a script that starts a server and prints its pid, and returns the script's process and that pid. */
   async function startOrphanMaker(script: string): Promise<{ pid: number; maker: ReturnType<typeof spawn> }> {
-    const maker = spawn(
-      process.execPath,
-      [require.resolve('ts-node/dist/bin.js'), '--transpile-only', '-e', script],
-      { cwd: path.resolve(__dirname, '../..'), stdio: ['ignore', 'pipe', 'inherit'] },
-    );
+    const maker = spawn(process.execPath, [require.resolve('ts-node/dist/bin.js'), '--transpile-only', '-e', script], {
+      cwd: path.resolve(__dirname, '../..'),
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const pid = await new Promise<number>((resolve, reject) => {
       let out = '';
       maker.stdout?.on('data', (chunk: Buffer) => {

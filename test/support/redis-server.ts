@@ -85,13 +85,20 @@ class RedisServerProcess implements RedisProcess {
   /** Spawns the server and waits until it is this process that answers on the port. */
   async launch(): Promise<void> {
     const args = [
-      '--port', String(this.port),
-      '--bind', HOST,
-      '--save', '',
-      '--appendonly', 'no',
-      '--protected-mode', 'no',
-      '--daemonize', 'no',
-      '--dir', this.dir,
+      '--port',
+      String(this.port),
+      '--bind',
+      HOST,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--protected-mode',
+      'no',
+      '--daemonize',
+      'no',
+      '--dir',
+      this.dir,
       ...this.args.map((arg) => arg.replaceAll('{dir}', this.dir)),
     ];
     const child = spawn(REDIS_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -43,7 +43,11 @@ export interface StoreFixture {
 /** Server count of each Redis deployment. */
 const SERVERS: Readonly<Record<Exclude<Deployment, 'memory'>, number>> = { redis: 1, redlock3: 3, redlock5: 5 };
 
-async function redisServers(name: StoreName, deployment: Exclude<Deployment, 'memory'>, family?: ClientFamilyName): Promise<StoreUnderTest> {
+async function redisServers(
+  name: StoreName,
+  deployment: Exclude<Deployment, 'memory'>,
+  family?: ClientFamilyName,
+): Promise<StoreUnderTest> {
   const servers = await startRedisServers(SERVERS[deployment]);
   let lent: LentClient[] = [];
   try {
@@ -64,7 +68,8 @@ async function redisServers(name: StoreName, deployment: Exclude<Deployment, 'me
       const closedByModule = lent.filter((client) => client.wasClosed());
       await Promise.all(lent.map((client) => client.close()));
       await Promise.all(servers.map((server) => server.stop()));
-      if (closedByModule.length > 0) throw new Error(`${name}: a module closed ${closedByModule.length} lent client(s)`);
+      if (closedByModule.length > 0)
+        throw new Error(`${name}: a module closed ${closedByModule.length} lent client(s)`);
     },
   };
 }
@@ -108,11 +113,15 @@ export const CORE_STORE_NAMES: readonly StoreName[] = ['memory', 'redis', 'redlo
  * Either way only rows on a deployment of `defaults` (a suite written for one Redis never runs on Redlock).
  */
 export function storesUnderTest(defaults: readonly StoreName[] = CORE_STORE_NAMES): StoreFixture[] {
-  const requested = process.env.LOCK_TEST_STORES?.split(',').map((name) => name.trim()).filter(Boolean);
+  const requested = process.env.LOCK_TEST_STORES?.split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
   const names: string[] = requested?.length ? requested : [...defaults, ...clientRows(defaults)];
   const unknown = names.filter((name) => !STORE_MATRIX.some((store) => store.name === name));
   if (unknown.length > 0) {
-    throw new Error(`LOCK_TEST_STORES names unknown stores: ${unknown.join(', ')} (known: ${STORE_MATRIX.map((s) => s.name).join(', ')})`);
+    throw new Error(
+      `LOCK_TEST_STORES names unknown stores: ${unknown.join(', ')} (known: ${STORE_MATRIX.map((s) => s.name).join(', ')})`,
+    );
   }
   const deployments = new Set(defaults.map(deploymentOf));
   return STORE_MATRIX.filter((store) => names.includes(store.name) && deployments.has(deploymentOf(store.name)));
@@ -128,12 +137,20 @@ function deploymentOf(name: StoreName): Deployment {
  * and Redlock rows, where `defaults` has the plain store.
  */
 function clientRows(defaults: readonly StoreName[]): StoreName[] {
-  const requested = process.env.LOCK_TEST_CLIENTS?.split(',').map((name) => name.trim()).filter(Boolean) ?? [];
+  const requested =
+    process.env.LOCK_TEST_CLIENTS?.split(',')
+      .map((name) => name.trim())
+      .filter(Boolean) ?? [];
   const families = requested.includes('all') ? CLIENT_FAMILY_NAMES : requested;
   const unknown = families.filter((family) => !CLIENT_FAMILY_NAMES.includes(family as ClientFamilyName));
-  if (unknown.length > 0) throw new Error(`LOCK_TEST_CLIENTS names unknown client families: ${unknown.join(', ')} (known: ${CLIENT_FAMILY_NAMES.join(', ')}, all)`);
+  if (unknown.length > 0)
+    throw new Error(
+      `LOCK_TEST_CLIENTS names unknown client families: ${unknown.join(', ')} (known: ${CLIENT_FAMILY_NAMES.join(', ')}, all)`,
+    );
   return families.flatMap((family) =>
-    (['redis', 'redlock3'] as const).filter((store) => defaults.includes(store)).map((store): StoreName => `${store}+${family as ClientFamilyName}`),
+    (['redis', 'redlock3'] as const)
+      .filter((store) => defaults.includes(store))
+      .map((store): StoreName => `${store}+${family as ClientFamilyName}`),
   );
 }
 
@@ -151,7 +168,11 @@ export function storeRows(fixtures: readonly StoreFixture[] = storesUnderTest())
  * started last, so one row's failure would be reported in another row too): `expect(await promise)` and
  * `rejectionOf` instead.
  */
-export function describeEachStore(title: string, body: (name: StoreName, fixture: StoreFixture) => void, fixtures: readonly StoreFixture[] = storesUnderTest()): void {
+export function describeEachStore(
+  title: string,
+  body: (name: StoreName, fixture: StoreFixture) => void,
+  fixtures: readonly StoreFixture[] = storesUnderTest(),
+): void {
   describe.each(storeRows(fixtures))(title, { concurrent: true }, (name, fixture) => {
     // Unnamed, so titles read as before: 'lease renewal (redis store) > …'.
     describe.sequential('', () => body(name, fixture));

@@ -129,7 +129,12 @@ export class Lease implements ScheduledTask {
     const sequence = ++this.extensionsSent;
     let validUntil: number | null;
     try {
-      validUntil = await this.host.store.extend({ keys: this.terms.names, token: this.terms.value, ttl, shape: this.terms.shape });
+      validUntil = await this.host.store.extend({
+        keys: this.terms.names,
+        token: this.terms.value,
+        ttl,
+        shape: this.terms.shape,
+      });
     } catch (error) {
       if (error instanceof LockOptionsError) throw this.refused(error);
       throw error;
@@ -168,7 +173,12 @@ export class Lease implements ScheduledTask {
     const holdFor = Math.ceil(this.terms.minHoldUntil - performance.now());
     // Asked before the store is: a release may hand the key to one of them, which takes it off that list.
     const othersWaitHere = !wasHeld && this.host.store.hasWaiters(this.terms.names);
-    const released = this.host.store.release(this.terms.names, this.terms.value, Math.max(0, holdFor), this.terms.shape);
+    const released = this.host.store.release(
+      this.terms.names,
+      this.terms.value,
+      Math.max(0, holdFor),
+      this.terms.shape,
+    );
     if (wasHeld) return released;
     // A lease already known lost answers false whatever the store says: its holder was told of the loss (signal,
     // warning, 'lost' event), and a deletion that fails (Redis unreachable, the usual cause of the loss) leaves
@@ -207,7 +217,8 @@ export class Lease implements ScheduledTask {
       let why = 'it was not renewed before its validity ended (Redis unreachable, or the event loop blocked)';
       if (!this.terms.autoExtend) why = 'its lease ran out (auto-extension off)';
       // Past the last renewal maxHold allows (see renewable): the lease ends there by design.
-      else if (this.cappedByMaxHold || this.terms.holdUntil - now < MIN_TTL_MS) why = 'its lease ran out: maxHold reached';
+      else if (this.cappedByMaxHold || this.terms.holdUntil - now < MIN_TTL_MS)
+        why = 'its lease ran out: maxHold reached';
       this.lose(why);
       return;
     }
@@ -234,7 +245,12 @@ export class Lease implements ScheduledTask {
     try {
       validUntil =
         ttl >= 1
-          ? await this.host.store.extend({ keys: this.terms.names, token: this.terms.value, ttl, shape: this.terms.shape })
+          ? await this.host.store.extend({
+              keys: this.terms.names,
+              token: this.terms.value,
+              ttl,
+              shape: this.terms.shape,
+            })
           : this.validUntil;
     } catch (error) {
       this.renewing = false;

@@ -24,8 +24,18 @@ export function checkReentry(key: string, held: LockShape | undefined, wanted: L
     );
   }
   if (wanted?.kind === 'semaphore') {
-    throw new LockOptionsError('limit', wanted.limit, `what this context already holds "${key}" as: ${describeShape(held)}`);
+    throw new LockOptionsError(
+      'limit',
+      wanted.limit,
+      `what this context already holds "${key}" as: ${describeShape(held)}`,
+    );
   }
-  if (wanted?.kind === 'read') throw new LockOptionsError('mode', 'read', `what this context already holds "${key}" as: ${describeShape(held)}`);
-  throw new LockOptionsError('limit', undefined, `what this context already holds "${key}" as: ${describeShape(held)}`, MUTEX_WANTED);
+  if (wanted?.kind === 'read')
+    throw new LockOptionsError('mode', 'read', `what this context already holds "${key}" as: ${describeShape(held)}`);
+  throw new LockOptionsError(
+    'limit',
+    undefined,
+    `what this context already holds "${key}" as: ${describeShape(held)}`,
+    MUTEX_WANTED,
+  );
 }

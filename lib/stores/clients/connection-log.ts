@@ -42,7 +42,8 @@ export class ConnectionLog {
       kind.repeats++;
       return;
     }
-    const repeated = kind !== undefined && kind.repeats > 0 ? ` (came ${kind.repeats} more time(s) since it was last logged)` : '';
+    const repeated =
+      kind !== undefined && kind.repeats > 0 ? ` (came ${kind.repeats} more time(s) since it was last logged)` : '';
     // Map order is insertion order: the kind first logged goes first (an endless variety must not grow it).
     this.kinds.delete(shape);
     if (this.kinds.size >= KINDS_REMEMBERED) this.kinds.delete(this.kinds.keys().next().value as string);

@@ -23,11 +23,12 @@ export function createLockClient(connection: string | RedisOptions | object, opt
     if (prefix !== undefined) {
       options.logger.warn(
         `${options.label}: the lent client's keyPrefix '${prefix}' is not applied to lock keys (LockModule's keyPrefix ` +
-          'names them, the same in every process); to keep it, put it in LockModule\'s keyPrefix',
+          "names them, the same in every process); to keep it, put it in LockModule's keyPrefix",
       );
     }
     return new IoredisLockClient(duplicateIoredis(lent), options);
   }
-  if (isNodeRedisClient(connection)) return new NodeRedisLockClient(duplicateNodeRedis(connection as unknown as NodeRedisConnection), options);
+  if (isNodeRedisClient(connection))
+    return new NodeRedisLockClient(duplicateNodeRedis(connection as unknown as NodeRedisConnection), options);
   return new IoredisLockClient(createIoredis(connection as string | RedisOptions), options);
 }

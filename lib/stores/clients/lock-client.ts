@@ -55,7 +55,12 @@ export interface LockClient {
    * a restart, SCRIPT FLUSH, a failover to a replica that never saw it). With `timeoutMs`, rejects with
    * CommandTimeoutError when no answer came within it (the script may still run: callers undo).
    */
-  runScript(script: LockScript, keys: readonly string[], args: readonly RedisArgument[], timeoutMs?: number): Promise<unknown>;
+  runScript(
+    script: LockScript,
+    keys: readonly string[],
+    args: readonly RedisArgument[],
+    timeoutMs?: number,
+  ): Promise<unknown>;
   /**
    * Runs `script` and then `WAIT replicas timeoutMs` on the same connection, written together so both
    * take one round trip (Lua cannot call WAIT), on the master that owns `keys[0]` in a Cluster. The acks

@@ -1,7 +1,15 @@
 import { LockUnavailableError } from '../../errors';
 import { STORE_CLOSED } from '../../errors/unavailable-details';
 import type { StoreHealth } from '../store-health';
-import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore, ReleaseWatch } from '../lock-store.interface';
+import type {
+  AcquireOutcome,
+  AcquireRequest,
+  LockKeyNames,
+  LockShape,
+  LockState,
+  LockStore,
+  ReleaseWatch,
+} from '../lock-store.interface';
 import { kindConflict, kindOf } from '../shared/lock-shapes';
 import { ReleaseHub } from '../shared/release-hub';
 import { withdrawalMessage } from '../shared/withdrawal-message';
@@ -53,7 +61,10 @@ export class MemoryLockStore implements LockStore {
   private readonly intents = new Map<string, Intent>();
   private fenceCounter = 0;
   // Subscribing is refused during an outage, as a Redis subscriber connection is when Redis is down.
-  private readonly hub = new ReleaseHub({ subscribe: async () => this.refuseIfCut([]), unsubscribe: async () => undefined }, 0);
+  private readonly hub = new ReleaseHub(
+    { subscribe: async () => this.refuseIfCut([]), unsubscribe: async () => undefined },
+    0,
+  );
   private readonly sweeper: NodeJS.Timeout;
   private closed = false;
   private outage: MemoryStoreOutage | undefined;
@@ -65,7 +76,11 @@ export class MemoryLockStore implements LockStore {
   }
 
   async acquire(request: AcquireRequest): Promise<AcquireOutcome> {
-    if (this.closed) throw new LockUnavailableError(request.keys.map((key) => key.name), STORE_CLOSED);
+    if (this.closed)
+      throw new LockUnavailableError(
+        request.keys.map((key) => key.name),
+        STORE_CLOSED,
+      );
     this.refuseIfCut(request.keys, request.token);
     const now = performance.now();
     if (request.shape && request.shape.kind !== 'mutex') return this.acquirePermit(request, request.shape, now);
@@ -84,7 +99,9 @@ export class MemoryLockStore implements LockStore {
         const retryAfter = Math.ceil(Math.min(latest - now, queued ? request.ttl / 3 : Infinity));
         // Said of one key only, as the Redis stores do: a writer of several keys stops at the first busy one, and
         // a writer may hold the others.
-        return request.keys.length === 1 ? { acquired: false, retryAfter, queued, byReaders: true } : { acquired: false, retryAfter, queued };
+        return request.keys.length === 1
+          ? { acquired: false, retryAfter, queued, byReaders: true }
+          : { acquired: false, retryAfter, queued };
       }
     }
     const fences = request.keys.map((key) => {
@@ -96,7 +113,11 @@ export class MemoryLockStore implements LockStore {
   }
 
   /** A permit of a semaphore, or a reader: one more holder of the key, if the key admits one now. */
-  private acquirePermit(request: AcquireRequest, shape: Exclude<LockShape, { kind: 'mutex' }>, now: number): AcquireOutcome {
+  private acquirePermit(
+    request: AcquireRequest,
+    shape: Exclude<LockShape, { kind: 'mutex' }>,
+    now: number,
+  ): AcquireOutcome {
     const key = request.keys[0];
     const lease = this.live(key.lockKey, now);
     if (lease) {
@@ -104,7 +125,11 @@ export class MemoryLockStore implements LockStore {
       return { acquired: false, retryAfter: Math.ceil(lease.expiresAt - now) };
     }
     let set = this.livePermits(key.lockKey, now);
-    if (set && (set.shape.kind !== shape.kind || (shape.kind === 'semaphore' && set.shape.kind === 'semaphore' && set.shape.limit !== shape.limit))) {
+    if (
+      set &&
+      (set.shape.kind !== shape.kind ||
+        (shape.kind === 'semaphore' && set.shape.kind === 'semaphore' && set.shape.limit !== shape.limit))
+    ) {
       throw kindConflict(key.name, set.shape, shape);
     }
     if (shape.kind === 'read') {
@@ -207,12 +232,19 @@ export class MemoryLockStore implements LockStore {
     const now = performance.now();
     const set = this.livePermits(key.lockKey, now);
     if (set) {
-      const holders = [...set.holders].map(([value, holder]) => ({ value, ttlLeft: Math.ceil(holder.expiresAt - now), fence: holder.fence }));
+      const holders = [...set.holders].map(([value, holder]) => ({
+        value,
+        ttlLeft: Math.ceil(holder.expiresAt - now),
+        fence: holder.fence,
+      }));
       return { kind: kindOf(set.shape), holders };
     }
     const lease = this.live(key.lockKey, now);
     if (!lease) return null;
-    return { kind: 'mutex', holders: [{ value: lease.token, ttlLeft: Math.ceil(lease.expiresAt - now), fence: lease.fence }] };
+    return {
+      kind: 'mutex',
+      holders: [{ value: lease.token, ttlLeft: Math.ceil(lease.expiresAt - now), fence: lease.fence }],
+    };
   }
 
   async forceRelease(key: LockKeyNames): Promise<string[]> {
@@ -264,7 +296,10 @@ export class MemoryLockStore implements LockStore {
   private refuseIfCut(keys: readonly LockKeyNames[], value?: string): void {
     const outage = this.outage;
     if (!outage || (value !== undefined && outage.reaches(value))) return;
-    throw new LockUnavailableError(keys.map((key) => key.name), outage.detail);
+    throw new LockUnavailableError(
+      keys.map((key) => key.name),
+      outage.detail,
+    );
   }
 
   /** The lease on a key if it has not expired; an expired one is dropped on the way. */

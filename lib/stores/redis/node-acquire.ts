@@ -65,7 +65,9 @@ export class NodeAcquire {
       this.connection.refuseWhenClosed();
       const waitMs = timeoutMs + (this.settings.minReplicas?.timeout ?? 0);
       return order.behind(request.token, waitMs, () =>
-        this.connection.isClosed ? Promise.reject(new StoreClosedError()) : this.acquireNow(request, ttl, timeoutMs, order, order.attempt('behind-chain')),
+        this.connection.isClosed
+          ? Promise.reject(new StoreClosedError())
+          : this.acquireNow(request, ttl, timeoutMs, order, order.attempt('behind-chain')),
       );
     }
     return this.acquireNow(request, ttl, timeoutMs, order, order.attempt('direct'));
@@ -77,11 +79,23 @@ export class NodeAcquire {
       await this.connection.run(PERMIT_UNDO, [keys[0].lockKey, keys[0].permitsKey], [token], timeoutMs, keys);
       return;
     }
-    await this.connection.run(UNDO, keys.map((key) => key.lockKey), [token], timeoutMs, keys);
+    await this.connection.run(
+      UNDO,
+      keys.map((key) => key.lockKey),
+      [token],
+      timeoutMs,
+      keys,
+    );
   }
 
   /** A mutex's or writer's attempt; `attempt`, its first script on a Redlock node (see TokenOrder.whileUnanswered). */
-  private acquireNow(request: AcquireRequest, ttl: number, timeoutMs: number, order?: TokenOrder, attempt?: PlainAttempt): Promise<NodeAcquireReply> {
+  private acquireNow(
+    request: AcquireRequest,
+    ttl: number,
+    timeoutMs: number,
+    order?: TokenOrder,
+    attempt?: PlainAttempt,
+  ): Promise<NodeAcquireReply> {
     const { keys, token } = request;
     if (request.queued && keys.length === 1) {
       const written = this.acquireWrite(request, ttl, timeoutMs, attempt);
@@ -94,10 +108,14 @@ export class NodeAcquire {
     // A last attempt leaves no awaited mark (see ACQUIRE_SCRIPT); the others send two arguments.
     const args: RedisArgument[] = request.final ? [token, ttl, 0] : [token, ttl];
     if (!order || !attempt) {
-      return this.granting(ACQUIRE, names, args, keys, token, timeoutMs).then((reply) => this.acquired(reply as AcquireScriptReply, request, ttl, timeoutMs));
+      return this.granting(ACQUIRE, names, args, keys, token, timeoutMs).then((reply) =>
+        this.acquired(reply as AcquireScriptReply, request, ttl, timeoutMs),
+      );
     }
     const sent = this.granting(ACQUIRE, names, args, keys, token, timeoutMs, undefined, attempt);
-    return order.whileUnanswered(token, attempt, sent, (reply) => this.acquired(reply as AcquireScriptReply, request, ttl, timeoutMs, attempt));
+    return order.whileUnanswered(token, attempt, sent, (reply) =>
+      this.acquired(reply as AcquireScriptReply, request, ttl, timeoutMs, attempt),
+    );
   }
 
   /** ACQUIRE_SCRIPT's answer: granted, busy, or (permits at the key) the writer's path. */
@@ -128,18 +146,37 @@ export class NodeAcquire {
    * A writer on a key that readers may hold (see WRITE_ACQUIRE_SCRIPT). `attempt` when it is a Redlock node's
    * first script (a writer queued before); the second script runs in the token's chain instead.
    */
-  private async acquireWrite(request: AcquireRequest, ttl: number, timeoutMs: number, attempt?: PlainAttempt): Promise<NodeAcquireReply> {
+  private async acquireWrite(
+    request: AcquireRequest,
+    ttl: number,
+    timeoutMs: number,
+    attempt?: PlainAttempt,
+  ): Promise<NodeAcquireReply> {
     const key = request.keys[0];
     const names = [key.lockKey, key.fenceKey, key.permitsKey, key.writerKey, key.awaitedKey];
     // final: the caller attempts no more, so no intent is recorded (see AcquireRequest.final); a Redlock node
     // asks for the readers that refuse it by name.
     const args = [request.token, ttl, request.final ? 0 : 1, this.settings.order ? 1 : 0];
-    const reply = (await this.granting(WRITE_ACQUIRE, names, args, [key], request.token, timeoutMs, undefined, attempt)) as unknown[];
+    const reply = (await this.granting(
+      WRITE_ACQUIRE,
+      names,
+      args,
+      [key],
+      request.token,
+      timeoutMs,
+      undefined,
+      attempt,
+    )) as unknown[];
     return writerReply(reply, key);
   }
 
   /** A semaphore's permit or a reader (see PERMIT_ACQUIRE_SCRIPT). */
-  private async acquirePermit(request: AcquireRequest, ttl: number, timeoutMs: number, shape: Exclude<LockShape, { kind: 'mutex' }>): Promise<NodeAcquireReply> {
+  private async acquirePermit(
+    request: AcquireRequest,
+    ttl: number,
+    timeoutMs: number,
+    shape: Exclude<LockShape, { kind: 'mutex' }>,
+  ): Promise<NodeAcquireReply> {
     const key = request.keys[0];
     const token = request.token;
     const names = [key.lockKey, key.fenceKey, key.permitsKey, key.writerKey, key.awaitedKey];
@@ -149,9 +186,13 @@ export class NodeAcquire {
     const { order, minReplicas, permitFenceStride: stride } = this.settings;
     const attempt = order && minReplicas ? order.attempt('direct') : undefined;
     const mayWait = request.final ? 0 : 1;
-    const args = stride ? [token, ttl, recordOf(shape), limit, mayWait, stride.step, stride.residue] : [token, ttl, recordOf(shape), limit, mayWait];
+    const args = stride
+      ? [token, ttl, recordOf(shape), limit, mayWait, stride.step, stride.residue]
+      : [token, ttl, recordOf(shape), limit, mayWait];
     const sent = this.granting(PERMIT_ACQUIRE, names, args, [key], token, timeoutMs, shape, attempt);
-    const reply = (await (order && attempt ? order.whileUnanswered(token, attempt, sent, (answer) => answer) : sent)) as unknown[];
+    const reply = (await (order && attempt
+      ? order.whileUnanswered(token, attempt, sent, (answer) => answer)
+      : sent)) as unknown[];
     return permitReply(reply, key, shape);
   }
 
@@ -173,14 +214,19 @@ export class NodeAcquire {
   ): Promise<unknown> {
     // Not async: without minReplicas this is the acquire hot path, and each promise layer costs.
     if (!this.settings.minReplicas) return this.connection.run(script, names, args, timeoutMs, keys);
-    return this.connection.write(script, names, args, timeoutMs, keys, isGrant, 'grant').catch(async (error: unknown) => {
-      // Granted, but on too few replicas to survive a failover: take it back before saying so. Not through the
-      // node's undo: this may be the writer's second script, which that undo would wait for (see TokenOrder).
-      if (error instanceof ReplicasNotAcknowledgedError && (!attempt || this.settings.order?.mustTakeBack(attempt, token, error.resent))) {
-        // Sent even once close() has begun: it finishes an attempt made before.
-        await this.connection.sendPastClose(() => this.undo(keys, token, timeoutMs, shape)).catch(() => undefined);
-      }
-      throw error;
-    });
+    return this.connection
+      .write(script, names, args, timeoutMs, keys, isGrant, 'grant')
+      .catch(async (error: unknown) => {
+        // Granted, but on too few replicas to survive a failover: take it back before saying so. Not through the
+        // node's undo: this may be the writer's second script, which that undo would wait for (see TokenOrder).
+        if (
+          error instanceof ReplicasNotAcknowledgedError &&
+          (!attempt || this.settings.order?.mustTakeBack(attempt, token, error.resent))
+        ) {
+          // Sent even once close() has begun: it finishes an attempt made before.
+          await this.connection.sendPastClose(() => this.undo(keys, token, timeoutMs, shape)).catch(() => undefined);
+        }
+        throw error;
+      });
   }
 }

@@ -69,7 +69,13 @@ export class NodeConnection {
   }
 
   /** Runs a script, bounded by `timeoutMs`, its errors mapped by scriptError(). */
-  run(script: LockScript, names: readonly string[], args: readonly RedisArgument[], timeoutMs: number, keys: readonly LockKeyNames[]): Promise<unknown> {
+  run(
+    script: LockScript,
+    names: readonly string[],
+    args: readonly RedisArgument[],
+    timeoutMs: number,
+    keys: readonly LockKeyNames[],
+  ): Promise<unknown> {
     this.refuseWhenClosed();
     return this.client.runScript(script, names, args, timeoutMs).then(
       (reply) => this.succeeded(reply),
@@ -101,7 +107,8 @@ export class NodeConnection {
       (answer) => this.succeeded(answer),
       (error: unknown) => this.failed(error, keys),
     );
-    if (wrote(reply) && acks < minReplicas.replicas) throw new ReplicasNotAcknowledgedError(what, acks, minReplicas, resent);
+    if (wrote(reply) && acks < minReplicas.replicas)
+      throw new ReplicasNotAcknowledgedError(what, acks, minReplicas, resent);
     return reply;
   }
 

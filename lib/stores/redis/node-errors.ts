@@ -25,7 +25,7 @@ export function scriptError(error: unknown, keys: readonly LockKeyNames[]): neve
     );
   }
   if (message.startsWith('WRONGTYPE')) {
-    throw new InvalidLockKeyError(keys[0].name, 'a Redis key of this lock holds data that is not this library\'s');
+    throw new InvalidLockKeyError(keys[0].name, "a Redis key of this lock holds data that is not this library's");
   }
   throw error;
 }

@@ -101,12 +101,19 @@ export function writerReply(reply: readonly unknown[], key: LockKeyNames): NodeA
   const status = Number(reply[0]);
   if (status === 1) return { acquired: true, fences: [Number(reply[1])] };
   if (status === 0) {
-    const refused = { acquired: false, retryAfter: Number(reply[1]), holder: String(reply[2] ?? ''), queued: Number(reply[3]) === 1 } as const;
+    const refused = {
+      acquired: false,
+      retryAfter: Number(reply[1]),
+      holder: String(reply[2] ?? ''),
+      queued: Number(reply[3]) === 1,
+    } as const;
     if (reply[5] === undefined || reply[5] === null) return refused;
     // Refused by readers: named when asked for (a Redlock node) and at most 32 of them (see WRITE_ACQUIRE_SCRIPT),
     // else only counted.
     const named = Array.isArray(reply[4]) && reply[4].length > 0;
-    return named ? { ...refused, readers: (reply[4] as unknown[]).map(String) } : { ...refused, readers: UNNAMED_READERS };
+    return named
+      ? { ...refused, readers: (reply[4] as unknown[]).map(String) }
+      : { ...refused, readers: UNNAMED_READERS };
   }
   if (status === -3) throw kindConflict(key.name, shapeFromRecord(String(reply[1])) ?? { kind: 'mutex' }, undefined);
   throw foreignData(key, status === -1 ? 'lock' : 'fence');
@@ -119,12 +126,18 @@ export function permitReply(reply: readonly unknown[], key: LockKeyNames, shape:
     const fence = Number(reply[1]);
     const reach = Number(reply[3]);
     const vacant = Number(reply[2]) === 1;
-    return reach === fence ? { acquired: true, fences: [fence], vacant } : { acquired: true, fences: [fence], vacant, reaches: [reach] };
+    return reach === fence
+      ? { acquired: true, fences: [fence], vacant }
+      : { acquired: true, fences: [fence], vacant, reaches: [reach] };
   }
   if (status === 0) return { acquired: false, retryAfter: Number(reply[1]), holder: '' };
   if (status === -3) {
     const found = String(reply[1]);
-    throw kindConflict(key.name, found === 'mutex' ? { kind: 'mutex' } : (shapeFromRecord(found) ?? { kind: 'mutex' }), shape);
+    throw kindConflict(
+      key.name,
+      found === 'mutex' ? { kind: 'mutex' } : (shapeFromRecord(found) ?? { kind: 'mutex' }),
+      shape,
+    );
   }
   throw foreignData(key, status === -1 ? 'lock' : 'fence');
 }
@@ -140,7 +153,10 @@ export function handoverReply(reply: readonly unknown[]): NodeHandoverReply {
 export function inspectReply(reply: readonly unknown[]): NodeLockState | null {
   const status = Number(reply[0]);
   if (status === 1) {
-    return { shape: { kind: 'mutex' }, holders: [{ value: String(reply[1]), ttlLeft: Number(reply[2]), fence: Number(reply[3]) }] };
+    return {
+      shape: { kind: 'mutex' },
+      holders: [{ value: String(reply[1]), ttlLeft: Number(reply[2]), fence: Number(reply[3]) }],
+    };
   }
   if (status !== 2) return null;
   const holders: NodeHolder[] = [];

@@ -12,7 +12,14 @@ import { withdrawalMessage } from '../shared/withdrawal-message';
 import { NodeAcquire, type PermitFenceStride } from './node-acquire';
 import { NodeConnection } from './node-connection';
 import { foreignData } from './node-errors';
-import { type NodeAcquireReply, type NodeHandoverReply, type NodeLockState, forceReleaseReply, handoverReply, inspectReply } from './node-replies';
+import {
+  type NodeAcquireReply,
+  type NodeHandoverReply,
+  type NodeLockState,
+  forceReleaseReply,
+  handoverReply,
+  inspectReply,
+} from './node-replies';
 import {
   EXTEND,
   FORCE_RELEASE,
@@ -83,7 +90,11 @@ export class RedisLockNode {
     this.minReplicas = options.minReplicas;
     this.order = options.order;
     // A Redlock node writes each tick's commands at its end (see IoredisLockClient's coalesceWrites).
-    this.client = createLockClient(connection, { label: options.label, logger: this.logger, writeFirstWhenIdle: !options.order });
+    this.client = createLockClient(connection, {
+      label: options.label,
+      logger: this.logger,
+      writeFirstWhenIdle: !options.order,
+    });
     this.connection = new NodeConnection(this.client, options.minReplicas, options.order);
     this.acquirer = new NodeAcquire(this.connection, options);
     this.subscriber = new ReleaseSubscriber(this.client);
@@ -109,7 +120,9 @@ export class RedisLockNode {
   describeFailure(error: unknown): string {
     const message = safeMessage(error);
     const connectionError = this.client.connectionError;
-    return connectionError === undefined || message.includes(connectionError) ? message : `${message}; the connection's last error: ${connectionError}`;
+    return connectionError === undefined || message.includes(connectionError)
+      ? message
+      : `${message}; the connection's last error: ${connectionError}`;
   }
 
   /** One attempt (see NodeAcquire), its ttl rounded as leaseTtl does. */
@@ -130,7 +143,10 @@ export class RedisLockNode {
     return this.releaseNow(release, timeoutMs);
   }
 
-  private releaseNow({ keys, token, holdFor = 0, shape, announce = false }: NodeRelease, timeoutMs: number): Promise<number> {
+  private releaseNow(
+    { keys, token, holdFor = 0, shape, announce = false }: NodeRelease,
+    timeoutMs: number,
+  ): Promise<number> {
     // Not async (a hot path): like run(), it throws StoreClosedError synchronously once closed.
     if (isPermit(shape)) {
       const key = keys[0];
@@ -149,8 +165,18 @@ export class RedisLockNode {
    * Releases a single-key mutex held by `token` and grants it to `to` for `ttl` ms in the same step (see
    * HANDOVER_SCRIPT). Never with minReplicas: the store only hands over when no WAIT is asked.
    */
-  async handOver(key: LockKeyNames, token: string, to: string, ttl: number, timeoutMs: number): Promise<NodeHandoverReply> {
-    return handoverReply((await this.connection.run(HANDOVER, [key.lockKey, key.fenceKey], [token, to, ttl, key.channel], timeoutMs, [key])) as unknown[]);
+  async handOver(
+    key: LockKeyNames,
+    token: string,
+    to: string,
+    ttl: number,
+    timeoutMs: number,
+  ): Promise<NodeHandoverReply> {
+    return handoverReply(
+      (await this.connection.run(HANDOVER, [key.lockKey, key.fenceKey], [token, to, ttl, key.channel], timeoutMs, [
+        key,
+      ])) as unknown[],
+    );
   }
 
   /** Takes back an attempt that did not become a lock, silently (see UNDO_SCRIPT). */
@@ -165,7 +191,15 @@ export class RedisLockNode {
     const permit = isPermit(request.shape);
     const names = permit ? [keys[0].lockKey, keys[0].permitsKey] : keys.map((key) => key.lockKey);
     // A renewal too few replicas saw does not count: the lease keeps the validity it had (and retries).
-    const reply = await this.connection.write(permit ? PERMIT_EXTEND : EXTEND, names, [token, leaseTtl(request.ttl)], timeoutMs, keys, (answer) => Number(answer) === 1, 'renewal');
+    const reply = await this.connection.write(
+      permit ? PERMIT_EXTEND : EXTEND,
+      names,
+      [token, leaseTtl(request.ttl)],
+      timeoutMs,
+      keys,
+      (answer) => Number(answer) === 1,
+      'renewal',
+    );
     return Number(reply) === 1;
   }
 
@@ -176,8 +210,15 @@ export class RedisLockNode {
     return this.withdrawNow(key, token, timeoutMs, withdrawal);
   }
 
-  private async withdrawNow(key: LockKeyNames, token: string, timeoutMs: number, { announce, message = withdrawalMessage(token) }: NodeWithdrawal): Promise<void> {
-    await this.connection.run(WITHDRAW, [key.writerKey], [token, announce ? 1 : 0, key.channel, message], timeoutMs, [key]);
+  private async withdrawNow(
+    key: LockKeyNames,
+    token: string,
+    timeoutMs: number,
+    { announce, message = withdrawalMessage(token) }: NodeWithdrawal,
+  ): Promise<void> {
+    await this.connection.run(WITHDRAW, [key.writerKey], [token, announce ? 1 : 0, key.channel, message], timeoutMs, [
+      key,
+    ]);
   }
 
   /** Whether a writer's second script of `token` is in flight on this Redlock node (see TokenOrder). */
@@ -191,12 +232,20 @@ export class RedisLockNode {
    * now, in the token's order: behind that second script, and so ahead of the token's next attempt, whose
    * fresh intent it must not remove. One Redis has no second script in flight: nothing to do there.
    */
-  withdrawIfRecorded(key: LockKeyNames, token: string, timeoutMs: number, recorded: Promise<boolean>, message: string): Promise<void> {
+  withdrawIfRecorded(
+    key: LockKeyNames,
+    token: string,
+    timeoutMs: number,
+    recorded: Promise<boolean>,
+    message: string,
+  ): Promise<void> {
     const order = this.order;
     if (!order) return Promise.resolve();
     const withdrawal: NodeWithdrawal = { announce: true, message };
     return order.chained(token, () =>
-      recorded.then((wasRecorded) => (wasRecorded ? order.sendChained(() => this.withdrawNow(key, token, timeoutMs, withdrawal)) : undefined)),
+      recorded.then((wasRecorded) =>
+        wasRecorded ? order.sendChained(() => this.withdrawNow(key, token, timeoutMs, withdrawal)) : undefined,
+      ),
     );
   }
 
@@ -206,14 +255,28 @@ export class RedisLockNode {
    * that high); false when the node no longer holds the lock. A permit or reader also records `fences[0]` as
    * its own fence on this node (PERMIT_RAISE_FENCE_SCRIPT), which inspect reports.
    */
-  async raiseFences(keys: readonly LockKeyNames[], token: string, fences: readonly number[], timeoutMs: number, shape?: LockShape): Promise<boolean> {
+  async raiseFences(
+    keys: readonly LockKeyNames[],
+    token: string,
+    fences: readonly number[],
+    timeoutMs: number,
+    shape?: LockShape,
+  ): Promise<boolean> {
     const names: string[] = [];
     for (const key of keys) names.push(key.lockKey);
     for (const key of keys) names.push(key.fenceKey);
     const permit = isPermit(shape);
     if (permit) names.push(keys[0].permitsKey);
     const script = permit ? PERMIT_RAISE_FENCE : RAISE_FENCES;
-    const reply = await this.connection.write(script, names, [token, ...fences], timeoutMs, keys, (answer) => Number(answer) === 1, 'fence');
+    const reply = await this.connection.write(
+      script,
+      names,
+      [token, ...fences],
+      timeoutMs,
+      keys,
+      (answer) => Number(answer) === 1,
+      'fence',
+    );
     if (Array.isArray(reply)) throw foreignData(keys[Number(reply[1]) - 1], 'fence');
     return Number(reply) === 1;
   }
@@ -227,17 +290,28 @@ export class RedisLockNode {
     // Past the command's own bookkeeping (run): a record that fails or times out says nothing the next verdict
     // should go by (`failing`), and nobody waits for it.
     this.connection.refuseWhenClosed();
-    await this.client.runScript(PERMIT_RAISE_FENCE, [key.lockKey, key.fenceKey, key.permitsKey], [token, fence], timeoutMs);
+    await this.client.runScript(
+      PERMIT_RAISE_FENCE,
+      [key.lockKey, key.fenceKey, key.permitsKey],
+      [token, fence],
+      timeoutMs,
+    );
   }
 
   /** What holds `key` on this node, or null when nothing does (see INSPECT_SCRIPT). */
   async inspect(key: LockKeyNames, timeoutMs: number): Promise<NodeLockState | null> {
-    return inspectReply((await this.connection.run(INSPECT, [key.lockKey, key.fenceKey, key.permitsKey], [], timeoutMs, [key])) as unknown[]);
+    return inspectReply(
+      (await this.connection.run(INSPECT, [key.lockKey, key.fenceKey, key.permitsKey], [], timeoutMs, [
+        key,
+      ])) as unknown[],
+    );
   }
 
   /** Deletes every lease at `key` whoever holds it, announcing each release: the values evicted. */
   async forceRelease(key: LockKeyNames, timeoutMs: number): Promise<string[]> {
-    return forceReleaseReply(await this.connection.run(FORCE_RELEASE, [key.lockKey, key.permitsKey], [key.channel], timeoutMs, [key]));
+    return forceReleaseReply(
+      await this.connection.run(FORCE_RELEASE, [key.lockKey, key.permitsKey], [key.channel], timeoutMs, [key]),
+    );
   }
 
   async exists(key: LockKeyNames, timeoutMs: number): Promise<boolean> {

@@ -4,7 +4,14 @@ import { ReplicasNotAcknowledgedError } from '../../errors/replicas-not-acknowle
 import { StoreClosedError } from '../../errors/store-closed.error';
 import type { StoreHealth } from '../store-health';
 import type { RedisConnection } from '../../options/lock-options.interface';
-import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore } from '../lock-store.interface';
+import type {
+  AcquireOutcome,
+  AcquireRequest,
+  LockKeyNames,
+  LockShape,
+  LockState,
+  LockStore,
+} from '../lock-store.interface';
 import { probe } from '../shared/health-probe';
 import { isPermit, kindOf } from '../shared/lock-shapes';
 import { RedisStoreBase } from '../shared/redis-store-base';
@@ -106,7 +113,10 @@ export class RedisLockStore extends RedisStoreBase implements LockStore {
     }
     let released: Promise<number>;
     try {
-      released = this.node.release({ keys, token, holdFor, shape, announce: this.hub.watched(keys) }, this.timeout(undefined));
+      released = this.node.release(
+        { keys, token, holdFor, shape, announce: this.hub.watched(keys) },
+        this.timeout(undefined),
+      );
     } catch (error) {
       // Refused before sending (the store closed).
       throw this.unavailable(error, keys, 'release');
@@ -147,7 +157,8 @@ export class RedisLockStore extends RedisStoreBase implements LockStore {
       // there is nobody to be fair to, and the local budget starts again. Not on a Cluster, where a process
       // may listen through another node (PUBSUB NUMSUB counts one node's subscribers).
       // (-1: PUBSUB refused, e.g. by an ACL: not known, so the budget stays.)
-      if (reply.subscribers >= 0 && reply.subscribers <= 1 && !this.node.isCluster) this.hub.nobodyElseWaits(key.channel);
+      if (reply.subscribers >= 0 && reply.subscribers <= 1 && !this.node.isCluster)
+        this.hub.nobodyElseWaits(key.channel);
       const validUntil = this.timing.validUntil(startedAt, ttl);
       if (validUntil > performance.now()) {
         settled = true;
@@ -230,5 +241,9 @@ export class RedisLockStore extends RedisStoreBase implements LockStore {
  * node) and a store closed before sending.
  */
 function mayHaveRun(error: unknown): boolean {
-  return !(error instanceof LockError) && !(error instanceof StoreClosedError) && !(error instanceof ReplicasNotAcknowledgedError);
+  return (
+    !(error instanceof LockError) &&
+    !(error instanceof StoreClosedError) &&
+    !(error instanceof ReplicasNotAcknowledgedError)
+  );
 }

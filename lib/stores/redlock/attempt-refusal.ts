@@ -34,7 +34,10 @@ export interface Refusal {
  * on a quorum, and the last nodes apply it a moment later), so that node counts as busy for now and the
  * attempt is made again soon.
  */
-export function refusedOutcome(redlock: RedlockNodes, { heard, quorum, shape, queued, timeout }: Refusal): AcquireOutcome {
+export function refusedOutcome(
+  redlock: RedlockNodes,
+  { heard, quorum, shape, queued, timeout }: Refusal,
+): AcquireOutcome {
   const busy: number[] = [];
   const holders = new Map<string, number>();
   let failed = 0;
@@ -101,7 +104,11 @@ export function refusedOutcome(redlock: RedlockNodes, { heard, quorum, shape, qu
     // end if sooner (a release still wakes the waiters at once).
     const leasesEnd = retryAfter(redlock, busy, failed, quorum);
     const partialGrantsEnd = Math.ceil(timeout * (0.5 + Math.random()));
-    return { acquired: false, retryAfter: leasesEnd >= 0 ? Math.min(leasesEnd, partialGrantsEnd) : partialGrantsEnd, queued };
+    return {
+      acquired: false,
+      retryAfter: leasesEnd >= 0 ? Math.min(leasesEnd, partialGrantsEnd) : partialGrantsEnd,
+      queued,
+    };
   }
   // A quorum holds the key: only a release of a grant that refused this attempt can free it for the waiter
   // (see AcquireOutcome.refusedBy), when every refusal named its grant.

@@ -70,14 +70,17 @@ export class DistinctServers {
   check(timeoutMs: number): void {
     if (this.unknown === 0 || this.checking || performance.now() < this.nextCheckAt) return;
     this.checking = true;
-    const asked = this.nodes.map((node, index) => (this.ids[index] === undefined ? this.ask(node, index, timeoutMs) : undefined));
+    const asked = this.nodes.map((node, index) =>
+      this.ids[index] === undefined ? this.ask(node, index, timeoutMs) : undefined,
+    );
     void Promise.all(asked).then(() => {
       this.checking = false;
       this.nextCheckAt = performance.now() + RETRY_MS;
       if (this.match) return;
       this.match = this.sameServer();
       const failure = this.failure();
-      if (failure) this.logger.error(`${failure.message} Every acquisition and renewal is refused until the nodes are fixed.`);
+      if (failure)
+        this.logger.error(`${failure.message} Every acquisition and renewal is refused until the nodes are fixed.`);
     });
   }
 
@@ -89,7 +92,9 @@ export class DistinctServers {
       const message = safeMessage(error);
       // Down, slow or briefly refusing: asked again later. A refusal for good would only repeat.
       if (!REFUSED_FOR_GOOD.test(message)) return;
-      this.logger.warn(`Cannot tell which Redis server ${node.label} is (${message}): it is left out of the check for two names of one server`);
+      this.logger.warn(
+        `Cannot tell which Redis server ${node.label} is (${message}): it is left out of the check for two names of one server`,
+      );
       id = null;
     }
     // Checks run one at a time (checking), so nothing else has set this node meanwhile.

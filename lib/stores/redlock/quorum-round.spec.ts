@@ -25,7 +25,13 @@ describe('QuorumRound', () => {
   });
 
   it('decides as soon as a quorum answered, without waiting for the silent nodes', async () => {
-    const nodes = [deferred<boolean>(), deferred<boolean>(), deferred<boolean>(), deferred<boolean>(), deferred<boolean>()];
+    const nodes = [
+      deferred<boolean>(),
+      deferred<boolean>(),
+      deferred<boolean>(),
+      deferred<boolean>(),
+      deferred<boolean>(),
+    ];
     const round = new QuorumRound(5, (node) => nodes[node].promise);
     const decision = round.decide(yesOnQuorum(3));
     nodes[4].resolve(true);

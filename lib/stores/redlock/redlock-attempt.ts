@@ -108,7 +108,9 @@ export class RedlockAttempts {
       // Taken back after all, the grant is announced as a release: it held a quorum, so waiters refused for it
       // sleep until a release of it (or its lease's end) and this caller, throwing, will never release it.
       try {
-        fences = fencesAgreed(grants, quorum) ?? (await writeBackFences(redlock.nodes, grants, keys, token, quorum, timeout, shape));
+        fences =
+          fencesAgreed(grants, quorum) ??
+          (await writeBackFences(redlock.nodes, grants, keys, token, quorum, timeout, shape));
       } catch (error) {
         await this.undo(round, request, timeout, { asRelease: true });
         throw error;
@@ -160,7 +162,8 @@ export class RedlockAttempts {
     // A key held as another kind (or foreign data) is the caller's mistake only when a majority says so (see
     // refusedOutcome): hear the other nodes out before calling it busy.
     const mistakes = answers.length - granted - failed - busy;
-    if (verdict === 'against' && mistakes > 0 && mistakes < this.redlock.quorum && answers.length < this.redlock.count) return undefined;
+    if (verdict === 'against' && mistakes > 0 && mistakes < this.redlock.quorum && answers.length < this.redlock.count)
+      return undefined;
     return verdict;
   }
 
@@ -175,7 +178,12 @@ export class RedlockAttempts {
    * released instead, announced like any release: other attempts may have been refused for it, and their
    * waiters would otherwise sleep until its lease ends.
    */
-  private async undo(round: QuorumRound<NodeAcquireReply>, request: AcquireRequest, timeout: number, how: { asRelease?: boolean } = {}): Promise<void> {
+  private async undo(
+    round: QuorumRound<NodeAcquireReply>,
+    request: AcquireRequest,
+    timeout: number,
+    how: { asRelease?: boolean } = {},
+  ): Promise<void> {
     const { keys, token, shape } = request;
     const answered = new Map(round.answersSoFar().map((answer) => [answer.node, answer]));
     const release = how.asRelease ? { keys, token, shape, announce: this.hub.watched(keys) } : undefined;
@@ -194,7 +202,10 @@ export class RedlockAttempts {
   }
 
   /** The round's answers once every node answered, or `ms` passed; nodes presumed down are not waited for. */
-  private async hearOut(round: QuorumRound<NodeAcquireReply>, ms: number): Promise<readonly NodeAnswer<NodeAcquireReply>[]> {
+  private async hearOut(
+    round: QuorumRound<NodeAcquireReply>,
+    ms: number,
+  ): Promise<readonly NodeAnswer<NodeAcquireReply>[]> {
     const awaited = round.answers.filter((_answer, index) => !this.redlock.nodes[index].failing);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([Promise.all(awaited), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
@@ -216,12 +227,18 @@ export class RedlockAttempts {
   private withdrawUnreported(
     round: QuorumRound<NodeAcquireReply>,
     answers: readonly NodeAnswer<NodeAcquireReply>[],
-    { key, token, timeout, granted }: { readonly key: LockKeyNames; readonly token: string; readonly timeout: number; readonly granted: boolean },
+    {
+      key,
+      token,
+      timeout,
+      granted,
+    }: { readonly key: LockKeyNames; readonly token: string; readonly timeout: number; readonly granted: boolean },
   ): void {
     const nodes = this.redlock.nodes;
     if (granted) {
       for (const answer of answers) {
-        if (recordedIntent(answer)) nodes[answer.node].withdraw(key, token, timeout, { announce: false }).catch(() => undefined);
+        if (recordedIntent(answer))
+          nodes[answer.node].withdraw(key, token, timeout, { announce: false }).catch(() => undefined);
       }
     }
     if (answers.length === nodes.length) return;
@@ -239,7 +256,11 @@ export class RedlockAttempts {
         // Still at its first script: it may yet take a second one. No next attempt of this token follows a
         // grant, so the withdrawal can wait for the answer.
         void late
-          .then((answer) => (recordedIntent(answer) ? node.withdraw(key, token, timeout, { announce: true, message: occasion() }) : undefined))
+          .then((answer) =>
+            recordedIntent(answer)
+              ? node.withdraw(key, token, timeout, { announce: true, message: occasion() })
+              : undefined,
+          )
           .catch(() => undefined);
       }
       // Otherwise the busy or failed attempt's undo, sent right after this, supersedes the second script.

@@ -1,7 +1,14 @@
 // The lock store over N independent Redis masters (Redlock): each LockStore operation as a quorum round over the nodes.
 import type { NodeHealth, StoreHealth } from '../store-health';
 import type { RedlockNode } from '../../options/lock-options.interface';
-import type { AcquireOutcome, AcquireRequest, LockKeyNames, LockShape, LockState, LockStore } from '../lock-store.interface';
+import type {
+  AcquireOutcome,
+  AcquireRequest,
+  LockKeyNames,
+  LockShape,
+  LockState,
+  LockStore,
+} from '../lock-store.interface';
 import type { NodeHolder } from '../redis/node-replies';
 import { probe } from '../shared/health-probe';
 import { kindOf } from '../shared/lock-shapes';
@@ -98,7 +105,8 @@ export class RedlockLockStore extends RedisStoreBase implements LockStore {
     // A permit needs q nodes to count (quorumFor): once N - q + 1 nodes dropped it, it no longer holds a
     // quorum anywhere, and the release is done; with one node down a 3-node semaphore (q = 3) would otherwise
     // never release. A mutex or a reader still needs its usual majority.
-    const quorum = shape?.kind === 'semaphore' ? redlock.count - redlock.quorumFor(shape) + 1 : redlock.quorumFor(shape);
+    const quorum =
+      shape?.kind === 'semaphore' ? redlock.count - redlock.quorumFor(shape) + 1 : redlock.quorumFor(shape);
     // With holdFor (minHold): every node that granted keeps the lease until grant + minHold.
     const release = { keys, token, holdFor, shape, announce: this.hub.watched(keys) };
     const round = redlock.round((node) => node.release(release, timeout));
@@ -115,7 +123,12 @@ export class RedlockLockStore extends RedisStoreBase implements LockStore {
       return redlock.tally(released, answers, quorum);
     });
     if (verdict === 'unavailable') {
-      throw redlock.unavailable(keys, 'release', redlock.tooFewNodes(round.answersSoFar(), quorum), round.answersSoFar());
+      throw redlock.unavailable(
+        keys,
+        'release',
+        redlock.tooFewNodes(round.answersSoFar(), quorum),
+        round.answersSoFar(),
+      );
     }
     return verdict === 'for';
   }
@@ -130,7 +143,9 @@ export class RedlockLockStore extends RedisStoreBase implements LockStore {
     const redlock = this.redlock;
     const timeout = this.timeout(undefined);
     const round = redlock.round((node) => node.exists(key, timeout));
-    const verdict = await round.decide<Verdict>((answers) => redlock.tally(answers.filter((answer) => answer.ok && answer.value).length, answers));
+    const verdict = await round.decide<Verdict>((answers) =>
+      redlock.tally(answers.filter((answer) => answer.ok && answer.value).length, answers),
+    );
     if (verdict === 'unavailable') {
       throw redlock.unavailable([key], 'isLocked', redlock.tooFewNodes(round.answersSoFar()), round.answersSoFar());
     }
@@ -143,8 +158,11 @@ export class RedlockLockStore extends RedisStoreBase implements LockStore {
     const redlock = this.redlock;
     const timeout = this.timeout(undefined);
     const round = redlock.round((node) => node.ping(timeout));
-    const verdict = await round.decide<Verdict>((answers) => redlock.tally(answers.filter((answer) => answer.ok).length, answers));
-    if (verdict !== 'for') throw redlock.unavailable([], 'ping', redlock.tooFewNodes(round.answersSoFar()), round.answersSoFar());
+    const verdict = await round.decide<Verdict>((answers) =>
+      redlock.tally(answers.filter((answer) => answer.ok).length, answers),
+    );
+    if (verdict !== 'for')
+      throw redlock.unavailable([], 'ping', redlock.tooFewNodes(round.answersSoFar()), round.answersSoFar());
   }
 
   /**
@@ -189,7 +207,12 @@ export class RedlockLockStore extends RedisStoreBase implements LockStore {
     const timeout = this.timeout(undefined);
     const answers = await redlock.everyNode((node) => node.forceRelease(key, timeout));
     if (answers.filter((answer) => answer.ok).length < redlock.quorum) {
-      throw redlock.unavailable([key], 'forceRelease', `${redlock.tooFewNodes(answers)}; those that answered deleted their part`, answers);
+      throw redlock.unavailable(
+        [key],
+        'forceRelease',
+        `${redlock.tooFewNodes(answers)}; those that answered deleted their part`,
+        answers,
+      );
     }
     const evicted = new Set<string>();
     for (const answer of answers) if (answer.ok) for (const value of answer.value) evicted.add(value);
@@ -214,7 +237,13 @@ export class RedlockLockStore extends RedisStoreBase implements LockStore {
     if (up >= quorum) return { up: true, quorum, nodes };
     const message = `only ${up} of ${count} Redlock nodes answered, a quorum is ${quorum}`;
     const failures = nodes.flatMap((node) => (node.status === 'down' ? [`${node.node}: ${node.message}`] : []));
-    return { up: false, quorum, nodes, message, error: storeUnavailable([], 'ping', `Redlock: ${message} (${failures.join('; ')})`) };
+    return {
+      up: false,
+      quorum,
+      nodes,
+      message,
+      error: storeUnavailable([], 'ping', `Redlock: ${message} (${failures.join('; ')})`),
+    };
   }
 
   async close(): Promise<void> {
@@ -230,7 +259,9 @@ export class RedlockLockStore extends RedisStoreBase implements LockStore {
     const redlock = this.redlock;
     const timeout = this.timeout(undefined);
     const round = redlock.round((node) => node.subscribe(channel, timeout));
-    const verdict = await round.decide<Verdict>((answers) => redlock.tally(answers.filter((answer) => answer.ok).length, answers));
+    const verdict = await round.decide<Verdict>((answers) =>
+      redlock.tally(answers.filter((answer) => answer.ok).length, answers),
+    );
     if (verdict !== 'for') {
       throw redlock.unavailable([], 'watch', redlock.tooFewNodes(round.answersSoFar()), round.answersSoFar());
     }

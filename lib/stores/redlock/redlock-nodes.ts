@@ -88,7 +88,12 @@ export class RedlockNodes {
   }
 
   /** A LockUnavailableError for `operation`, naming each node that failed and why. */
-  unavailable(keys: readonly LockKeyNames[], operation: string, detail: string, answers: readonly NodeAnswer<unknown>[]): LockUnavailableError {
+  unavailable(
+    keys: readonly LockKeyNames[],
+    operation: string,
+    detail: string,
+    answers: readonly NodeAnswer<unknown>[],
+  ): LockUnavailableError {
     const failures = answers.flatMap((answer) =>
       answer.ok ? [] : [`${this.nodes[answer.node].label}: ${this.nodes[answer.node].describeFailure(answer.error)}`],
     );

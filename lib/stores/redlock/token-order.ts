@@ -58,7 +58,12 @@ export class TokenOrder {
    * reply to `answer` in the same callback: a second script is chained before any other command of the token
    * can look for the attempt.
    */
-  whileUnanswered<R, T>(token: string, attempt: PlainAttempt, sent: Promise<R>, answer: (reply: R) => T | Promise<T>): Promise<T> {
+  whileUnanswered<R, T>(
+    token: string,
+    attempt: PlainAttempt,
+    sent: Promise<R>,
+    answer: (reply: R) => T | Promise<T>,
+  ): Promise<T> {
     this.unanswered.set(token, attempt);
     const answered = (): void => {
       if (this.unanswered.get(token) === attempt) this.unanswered.delete(token);

@@ -2,7 +2,8 @@
 import { roundMs } from '../store-health';
 
 /** A probe's outcome: the round trip when it answered, else its error. */
-export type ProbeResult = { readonly ok: true; readonly latencyMs: number } | { readonly ok: false; readonly error: unknown };
+export type ProbeResult =
+  { readonly ok: true; readonly latencyMs: number } | { readonly ok: false; readonly error: unknown };
 
 /** Runs `ping` (bounded by its own timeout) and times it, to a tenth of a millisecond; never rejects. */
 export async function probe(ping: () => Promise<void>): Promise<ProbeResult> {

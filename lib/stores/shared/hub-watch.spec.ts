@@ -90,7 +90,7 @@ describe('A release counted before the attempt, that lagging nodes refused it fo
     watch.close();
   });
 
-  it('next(refusedBy): a later node announcing that release wakes the sleeper; the repeats of a live holder\'s release wake nobody more', async () => {
+  it("next(refusedBy): a later node announcing that release wakes the sleeper; the repeats of a live holder's release wake nobody more", async () => {
     const { hub } = hubWithLog();
     const key = names('k');
     const lagging = hub.watch([key]);

@@ -25,7 +25,10 @@ function hubWithLog() {
 }
 
 /** An offer that records its claims, and says it accepts while `accepting` holds. */
-function offerFor(token: string, accepting: () => boolean = () => true): HandoverOffer & { claims: number; declines: number } {
+function offerFor(
+  token: string,
+  accepting: () => boolean = () => true,
+): HandoverOffer & { claims: number; declines: number } {
   const offer = {
     token,
     ttl: 1_000,
@@ -42,7 +45,11 @@ function offerFor(token: string, accepting: () => boolean = () => true): Handove
   return offer;
 }
 
-const grantOf = (fence: number): AcquireGrant => ({ acquired: true, fences: [fence], validUntil: performance.now() + 1_000 });
+const grantOf = (fence: number): AcquireGrant => ({
+  acquired: true,
+  fences: [fence],
+  validUntil: performance.now() + 1_000,
+});
 
 describe('ReleaseHub', () => {
   it('wakes one sleeper per release, longest waiting first', async () => {
@@ -127,7 +134,10 @@ describe('ReleaseHub', () => {
     const woken: string[] = [];
     const multi = hub.watch([names('k'), names('other')]);
     const single = hub.watch([names('k')]);
-    const sleeping = [multi.next(5_000).then(() => woken.push('multi')), single.next(5_000).then(() => woken.push('single'))];
+    const sleeping = [
+      multi.next(5_000).then(() => woken.push('multi')),
+      single.next(5_000).then(() => woken.push('single')),
+    ];
     expect(hub.hasSleepers([names('other')])).toBe(false); // only a multi-key waiter sleeps there
     expect(hub.hasSleepers([names('k')])).toBe(true);
     hub.announce('k:c', 't');
@@ -152,7 +162,7 @@ describe('ReleaseHub', () => {
     [watch, ...sleepers].forEach((item) => item.close());
   });
 
-  it("a release of another process ends the local hand-over streak: it is 3 in a row, not 3 of every 4", async () => {
+  it('a release of another process ends the local hand-over streak: it is 3 in a row, not 3 of every 4', async () => {
     const { hub } = hubWithLog();
     let woken = 0;
     const sleepers = Array.from({ length: 6 }, () => hub.watch([names('k')]));
@@ -216,7 +226,12 @@ describe('ReleaseHub', () => {
 
       let accepting = true;
       const cancelled = hub.watch([names('d')]);
-      void cancelled.next(5_000, undefined, false, offerFor('d', () => accepting));
+      void cancelled.next(
+        5_000,
+        undefined,
+        false,
+        offerFor('d', () => accepting),
+      );
       accepting = false;
       expect(hub.claim('d:c')).toBeUndefined();
       accepting = true;

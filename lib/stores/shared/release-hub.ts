@@ -151,7 +151,11 @@ export class ReleaseHub {
 
   watch(keys: readonly LockKeyNames[]): ReleaseWatch {
     const states = keys.map((key) => this.open(key.channel));
-    return new HubWatch(this, states, keys.map((key) => key.channel));
+    return new HubWatch(
+      this,
+      states,
+      keys.map((key) => key.channel),
+    );
   }
 
   /** @internal */

@@ -75,7 +75,10 @@ function readStoreSetting(env: NodeJS.ProcessEnv): StoreSetting {
   }
   if (url !== undefined) return { kind: 'redis', url: redisUrl('REDIS_URL', url) };
   if (nodes !== undefined) {
-    const list = nodes.split(',').map((node) => node.trim()).filter((node) => node !== '');
+    const list = nodes
+      .split(',')
+      .map((node) => node.trim())
+      .filter((node) => node !== '');
     if (list.length === 0) throw new ConfigError('REDIS_NODES', nodes, 'comma-separated redis:// URLs');
     return { kind: 'redlock', nodes: list.map((node) => redisUrl('REDIS_NODES', node)) };
   }

@@ -29,7 +29,8 @@ export const INTEREST_MAX_HOLD_MS = 60_000;
 function readMinHold(value: string | undefined, fallback: number): number {
   if (value === undefined || value === '') return fallback;
   const parsed = Number(value);
-  if (!Number.isFinite(parsed) || parsed < 0) throw new Error(`INTEREST_MIN_HOLD_MS must be a number of ms, got ${value}`);
+  if (!Number.isFinite(parsed) || parsed < 0)
+    throw new Error(`INTEREST_MIN_HOLD_MS must be a number of ms, got ${value}`);
   return parsed;
 }
 

@@ -47,7 +47,10 @@ async function lendClients(urls: readonly string[], ownership: ClientOwnership):
  * over a module-owned connection or over plain `new Redis(url)` clients the user made (the peers use the
  * same kind of client), borrowed by the module and closed here after the module.
  */
-export async function createLibraryContestant(urls: readonly string[], ownership: ClientOwnership): Promise<Contestant> {
+export async function createLibraryContestant(
+  urls: readonly string[],
+  ownership: ClientOwnership,
+): Promise<Contestant> {
   const lent = await lendClients(urls, ownership);
   const { clients } = lent;
   let connection: LockModuleOptions;
@@ -55,7 +58,10 @@ export async function createLibraryContestant(urls: readonly string[], ownership
   else connection = clients.length === 1 ? { redis: clients[0] } : { nodes: clients as LockModuleOptions['nodes'] };
   try {
     const app = await NestFactory.createApplicationContext(
-      { module: BenchAppModule, imports: [LockModule.forRoot({ ...connection, ttl: LEASE_MS, wait: MAX_WAIT_MS, autoExtend: true })] },
+      {
+        module: BenchAppModule,
+        imports: [LockModule.forRoot({ ...connection, ttl: LEASE_MS, wait: MAX_WAIT_MS, autoExtend: true })],
+      },
       { logger: ['error', 'warn'] },
     );
     const locks = app.get(LockService);

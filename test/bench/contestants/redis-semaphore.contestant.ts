@@ -16,13 +16,16 @@ export async function createRedisSemaphoreContestant(urls: readonly string[]): P
   const options = { lockTimeout: LEASE_MS, acquireTimeout: MAX_WAIT_MS };
   return {
     lock: async (key) => {
-      const mutex = clients.length === 1 ? new Mutex(clients[0], key, options) : new RedlockMutex(clients, key, options);
+      const mutex =
+        clients.length === 1 ? new Mutex(clients[0], key, options) : new RedlockMutex(clients, key, options);
       await mutex.acquire();
       return mutex;
     },
     semaphore: async (key, limit) => {
       const semaphore =
-        clients.length === 1 ? new Semaphore(clients[0], key, limit, options) : new RedlockSemaphore(clients, key, limit, options);
+        clients.length === 1
+          ? new Semaphore(clients[0], key, limit, options)
+          : new RedlockSemaphore(clients, key, limit, options);
       await semaphore.acquire();
       return semaphore;
     },

@@ -55,7 +55,12 @@ export async function measureSliced(
     metrics.set(
       id,
       workload.kind === 'serial'
-        ? { opsPerSec, cycles: total.cycles, p50Ms: total.latencies.percentile(0.5), p99Ms: total.latencies.percentile(0.99) }
+        ? {
+            opsPerSec,
+            cycles: total.cycles,
+            p50Ms: total.latencies.percentile(0.5),
+            p99Ms: total.latencies.percentile(0.99),
+          }
         : { opsPerSec, cycles: total.cycles },
     );
   }

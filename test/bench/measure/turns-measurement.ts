@@ -21,7 +21,10 @@ export async function measureTurns(
 ): Promise<Metrics> {
   const semaphore = contestant.semaphore?.bind(contestant);
   if (workload.limit > 1 && !semaphore) throw new Error('no semaphore');
-  const acquire = workload.limit > 1 && semaphore ? (name: string) => semaphore(name, workload.limit) : (name: string) => contestant.lock(name);
+  const acquire =
+    workload.limit > 1 && semaphore
+      ? (name: string) => semaphore(name, workload.limit)
+      : (name: string) => contestant.lock(name);
   // Send times are only needed for the waiting windows (a critical section of 10 ms or more).
   const meter = await CostMeter.start([port], { timestamps: workload.holdMs >= 10 });
   let result: TurnsResult;

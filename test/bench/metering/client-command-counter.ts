@@ -77,7 +77,8 @@ export function installClientCommandCounter(): void {
   scripts.toWritable = function countedScriptToWritable(this: Writable, socket: unknown): unknown {
     const written = writeScript.call(this, socket);
     const port = (socket as SocketLike | undefined)?.remotePort;
-    if (open !== undefined && port !== undefined && open.ports.has(port)) record(open, this, scriptCallShas(this.args as string[]));
+    if (open !== undefined && port !== undefined && open.ports.has(port))
+      record(open, this, scriptCallShas(this.args as string[]));
     return written;
   };
 }
@@ -117,7 +118,14 @@ function bodySha(lua: string): string {
 export function startClientCount(ports: readonly number[], options: { timestamps?: boolean } = {}): void {
   if (!installed) throw new Error('installClientCommandCounter() first');
   if (open !== undefined) throw new Error('a client command count is already open');
-  open = { ports: new Set(ports), byName: new Map(), scriptCalls: new Map(), timestamps: options.timestamps === true, sentAt: new Float64Array(1024), sent: 0 };
+  open = {
+    ports: new Set(ports),
+    byName: new Map(),
+    scriptCalls: new Map(),
+    timestamps: options.timestamps === true,
+    sentAt: new Float64Array(1024),
+    sent: 0,
+  };
 }
 
 /** Ends the open count and returns it. */

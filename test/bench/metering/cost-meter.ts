@@ -14,7 +14,22 @@ export interface Cost {
 }
 
 /** Commands Redis refuses inside scripts: every call of these in commandstats came from a client. */
-const CLIENT_ONLY = ['eval', 'evalsha', 'eval_ro', 'evalsha_ro', 'subscribe', 'unsubscribe', 'psubscribe', 'punsubscribe', 'ssubscribe', 'sunsubscribe', 'multi', 'exec', 'watch', 'unwatch'];
+const CLIENT_ONLY = [
+  'eval',
+  'evalsha',
+  'eval_ro',
+  'evalsha_ro',
+  'subscribe',
+  'unsubscribe',
+  'psubscribe',
+  'punsubscribe',
+  'ssubscribe',
+  'sunsubscribe',
+  'multi',
+  'exec',
+  'watch',
+  'unwatch',
+];
 
 /**
  * After the workload, before the closing reading: lets commands a contestant sends once its callers are
@@ -44,7 +59,8 @@ export class CostMeter {
     const client = stopClientCount();
     const server = serverDelta(this.before, await readServers(this.ports));
     let clientServerMismatch = 0;
-    for (const name of CLIENT_ONLY) clientServerMismatch += Math.abs((client.byName[name] ?? 0) - (server.calls[name] ?? 0));
+    for (const name of CLIENT_ONLY)
+      clientServerMismatch += Math.abs((client.byName[name] ?? 0) - (server.calls[name] ?? 0));
     return { server, client, clientServerMismatch };
   }
 }

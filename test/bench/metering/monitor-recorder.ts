@@ -9,7 +9,9 @@ export interface MonitorRecording {
   /** Client-sent commands (MONITOR source not "lua") by lower-case name. */
   readonly clientByName: Readonly<Record<string, number>>;
   /** Per script SHA1: how often it was called, and its inner commands (see `describe`) with their counts. */
-  readonly scripts: Readonly<Record<string, { readonly calls: number; readonly inner: Readonly<Record<string, number>> }>>;
+  readonly scripts: Readonly<
+    Record<string, { readonly calls: number; readonly inner: Readonly<Record<string, number>> }>
+  >;
   /** Lines from "lua" that could not be tied to a script call (should be 0). */
   readonly orphanScriptLines: number;
 }
@@ -75,7 +77,8 @@ export class MonitorRecorder {
     this.monitor.disconnect();
     this.orphanScriptLines += this.pendingInner.length;
     const scripts: Record<string, { calls: number; inner: Record<string, number> }> = {};
-    for (const [sha, tally] of this.scripts) scripts[sha] = { calls: tally.calls, inner: Object.fromEntries(tally.inner) };
+    for (const [sha, tally] of this.scripts)
+      scripts[sha] = { calls: tally.calls, inner: Object.fromEntries(tally.inner) };
     return { clientByName: Object.fromEntries(this.clientByName), scripts, orphanScriptLines: this.orphanScriptLines };
   }
 

@@ -63,7 +63,8 @@ export async function runScriptCensus(
       await runSerial(contestant, `${key}:serial`, SERIAL_MS, new Samples());
       if (entry.waits) await runTurns((name) => contestant.lock(name), `${key}:hot`, HOT_KEY_CALLERS, 0, 1, HOT_KEY_MS);
       const semaphore = contestant.semaphore?.bind(contestant);
-      if (entry.waits && semaphore) await runTurns((name) => semaphore(name, 4), `${key}:semaphore`, 16, 1, 4, SEMAPHORE_MS);
+      if (entry.waits && semaphore)
+        await runTurns((name) => semaphore(name, 4), `${key}:semaphore`, 16, 1, 4, SEMAPHORE_MS);
     } finally {
       const client = stopClientCount();
       const recording = await recorder.stop();
@@ -77,13 +78,21 @@ export async function runScriptCensus(
         let script = scripts.get(sha);
         if (!script) scripts.set(sha, (script = { inner: new Map(), callers: new Set() }));
         script.callers.add(entry.id);
-        for (const [command, count] of Object.entries(seen.inner)) script.inner.set(command, (script.inner.get(command) ?? 0) + count);
+        for (const [command, count] of Object.entries(seen.inner))
+          script.inner.set(command, (script.inner.get(command) ?? 0) + count);
       }
       const monitorClientCommands = Object.values(recording.clientByName).reduce((sum, count) => sum + count, 0);
-      checks.push({ contestant: entry.id, monitorClientCommands, disagreements, orphanScriptLines: recording.orphanScriptLines });
+      checks.push({
+        contestant: entry.id,
+        monitorClientCommands,
+        disagreements,
+        orphanScriptLines: recording.orphanScriptLines,
+      });
       log(
         `  census ${entry.label}: ${Object.keys(recording.scripts).length} script(s); client-side count ` +
-          (disagreements.length === 0 ? `agrees with MONITOR (${monitorClientCommands} commands)` : `DISAGREES: ${disagreements.join('; ')}`),
+          (disagreements.length === 0
+            ? `agrees with MONITOR (${monitorClientCommands} commands)`
+            : `DISAGREES: ${disagreements.join('; ')}`),
       );
     }
   }

@@ -18,7 +18,8 @@ import { Samples } from '../stats';
 async function main(): Promise<void> {
   const [id = 'serial', secondsArg = '5', clients = 'owned'] = process.argv.slice(2);
   const workload = WORKLOADS.find((candidate) => candidate.id === id);
-  if (!workload) throw new Error(`unknown workload ${id}; one of ${WORKLOADS.map((candidate) => candidate.id).join(', ')}`);
+  if (!workload)
+    throw new Error(`unknown workload ${id}; one of ${WORKLOADS.map((candidate) => candidate.id).join(', ')}`);
   const durationMs = Number(secondsArg) * 1000;
   const servers = await startBenchServers();
   let contestant: Contestant | undefined;
@@ -31,16 +32,27 @@ async function main(): Promise<void> {
     if (workload.kind === 'serial') {
       const latencies = new Samples();
       const slice = await runSerial(contestant, key, durationMs, latencies);
-      result = { opsPerSec: (slice.cycles * 1000) / slice.elapsedMs, p50Ms: latencies.percentile(0.5), p99Ms: latencies.percentile(0.99) };
+      result = {
+        opsPerSec: (slice.cycles * 1000) / slice.elapsedMs,
+        p50Ms: latencies.percentile(0.5),
+        p99Ms: latencies.percentile(0.99),
+      };
     } else if (workload.kind === 'parallel') {
       const slice = await runParallel(contestant, key, workload.callers, durationMs);
       result = { opsPerSec: (slice.cycles * 1000) / slice.elapsedMs };
     } else {
       const locks = contestant;
       const semaphore = locks.semaphore?.bind(locks);
-      const acquire = workload.limit > 1 && semaphore ? (name: string) => semaphore(name, workload.limit) : (name: string) => locks.lock(name);
+      const acquire =
+        workload.limit > 1 && semaphore
+          ? (name: string) => semaphore(name, workload.limit)
+          : (name: string) => locks.lock(name);
       const turns = await runTurns(acquire, key, workload.callers, workload.holdMs, workload.limit, durationMs);
-      result = { opsPerSec: (turns.acquisitions * 1000) / turns.elapsedMs, handoverP50Ms: turns.handovers.percentile(0.5), longestWaitMs: turns.longestWaitMs };
+      result = {
+        opsPerSec: (turns.acquisitions * 1000) / turns.elapsedMs,
+        handoverP50Ms: turns.handovers.percentile(0.5),
+        longestWaitMs: turns.longestWaitMs,
+      };
     }
     process.stdout.write(`${id}: ${JSON.stringify(result)}\n`);
   } finally {

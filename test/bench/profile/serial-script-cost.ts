@@ -31,8 +31,15 @@ async function main(): Promise<void> {
   const admin = new Redis(servers.single.url);
   try {
     const load = async (lua: string): Promise<string> => String(await client.script('LOAD', lua));
-    const [acquire, release, compareAndDelete] = [await load(ACQUIRE_SCRIPT), await load(RELEASE_SCRIPT), await load(COMPARE_AND_DELETE)];
-    const [scriptGet, scriptSet] = [await load(`return redis.call('GET', KEYS[1])`), await load(`return redis.call('SET', KEYS[1], ARGV[1])`)];
+    const [acquire, release, compareAndDelete] = [
+      await load(ACQUIRE_SCRIPT),
+      await load(RELEASE_SCRIPT),
+      await load(COMPARE_AND_DELETE),
+    ];
+    const [scriptGet, scriptSet] = [
+      await load(`return redis.call('GET', KEYS[1])`),
+      await load(`return redis.call('SET', KEYS[1], ARGV[1])`),
+    ];
     const value = `${'x'.repeat(32)}:instance-1`;
     /** Sends `commands` in one socket write and resolves with their replies. */
     const written = (...commands: Command[]): Promise<unknown[]> => {
@@ -47,9 +54,9 @@ async function main(): Promise<void> {
       if (!reply) throw new Error(`${what}: the key was not free`);
     };
     const contestants: Record<string, () => Promise<unknown>> = {
-      'GET': () => client.get('{k}'),
+      GET: () => client.get('{k}'),
       'GET in a script': () => client.evalsha(scriptGet, 1, '{k}'),
-      'SET': () => client.set('{k}', 'v'),
+      SET: () => client.set('{k}', 'v'),
       'SET in a script': () => client.evalsha(scriptSet, 1, '{k}', 'v'),
       'cycle: SET NX PX + compare-and-delete script': async () => {
         await client.set('{c}', value, 'PX', 30_000, 'NX');
@@ -70,7 +77,10 @@ async function main(): Promise<void> {
         await ourRelease();
       },
       'cycle: SET NX PX and INCR written together + our release': async () => {
-        const [set] = await written(new Command('set', ['{c}', value, 'NX', 'PX', 30_000]), new Command('incr', ['{c}:f']));
+        const [set] = await written(
+          new Command('set', ['{c}', value, 'NX', 'PX', 30_000]),
+          new Command('incr', ['{c}:f']),
+        );
         granted(set, 'SET and INCR');
         await ourRelease();
       },
@@ -104,9 +114,13 @@ async function main(): Promise<void> {
     const median = (values: number[]): number => [...values].sort((a, b) => a - b)[values.length >> 1];
     const ours = samples.get('cycle: our acquire + release scripts');
     for (const [name, { wall, server }] of samples) {
-      const paired = name.startsWith('cycle: ') && ours ? median(wall.map((each, round) => each - ours.wall[round])) : undefined;
-      const versusOurs = paired === undefined ? '' : `   vs our scripts ${paired >= 0 ? '+' : ''}${paired.toFixed(1)} µs`;
-      process.stdout.write(`${name.padEnd(58)} wall ${median(wall).toFixed(1).padStart(6)} µs   Redis CPU ${median(server).toFixed(1).padStart(5)} µs${versusOurs}\n`);
+      const paired =
+        name.startsWith('cycle: ') && ours ? median(wall.map((each, round) => each - ours.wall[round])) : undefined;
+      const versusOurs =
+        paired === undefined ? '' : `   vs our scripts ${paired >= 0 ? '+' : ''}${paired.toFixed(1)} µs`;
+      process.stdout.write(
+        `${name.padEnd(58)} wall ${median(wall).toFixed(1).padStart(6)} µs   Redis CPU ${median(server).toFixed(1).padStart(5)} µs${versusOurs}\n`,
+      );
     }
   } finally {
     client.disconnect();

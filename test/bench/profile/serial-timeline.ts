@@ -20,7 +20,14 @@ import { LockModule, LockService } from '../../../lib';
 @Module({})
 class TimelineModule {}
 
-const SEGMENTS = ['client → write', 'acquire round trip', 'reply → acquired', 'acquired → write', 'release round trip', 'reply → released'];
+const SEGMENTS = [
+  'client → write',
+  'acquire round trip',
+  'reply → acquired',
+  'acquired → write',
+  'release round trip',
+  'reply → released',
+];
 
 /** Records the moment of every write to and every read from `socket`, into `marks`. */
 function hookSocket(socket: Socket, marks: { times: number[] }): void {
@@ -46,7 +53,10 @@ async function main(): Promise<void> {
   const rounds = Number(roundsArg);
   const servers = await startBenchServers();
   const app = await NestFactory.createApplicationContext(
-    { module: TimelineModule, imports: [LockModule.forRoot({ redis: servers.single.url, ttl: 30_000, autoExtend: true })] },
+    {
+      module: TimelineModule,
+      imports: [LockModule.forRoot({ redis: servers.single.url, ttl: 30_000, autoExtend: true })],
+    },
     { logger: ['error', 'warn'] },
   );
   const peerClient = new Redis(servers.single.url);
@@ -69,7 +79,8 @@ async function main(): Promise<void> {
     };
     // Warm up (this also opens the module's own connection, found below through the store it made).
     for (const run of Object.values(contestants)) for (let i = 0; i < 2000; i++) await run();
-    const moduleConnection = (locks as unknown as { store: { node: { client: { connection: { stream: Socket } } } } }).store.node.client.connection;
+    const moduleConnection = (locks as unknown as { store: { node: { client: { connection: { stream: Socket } } } } })
+      .store.node.client.connection;
     hookSocket(moduleConnection.stream, marks);
     hookSocket((peerClient as unknown as { stream: Socket }).stream, marks);
     const segments = new Map<string, number[][]>();
@@ -91,11 +102,17 @@ async function main(): Promise<void> {
         segments.set(name, [...(segments.get(name) ?? []), medians]);
       }
     }
-    process.stdout.write(`${'µs, median of rounds'.padEnd(22)}${SEGMENTS.map((segment) => segment.padStart(20)).join('')}${'cycle'.padStart(9)}\n`);
+    process.stdout.write(
+      `${'µs, median of rounds'.padEnd(22)}${SEGMENTS.map((segment) => segment.padStart(20)).join('')}${'cycle'.padStart(9)}\n`,
+    );
     for (const [name, perRound] of segments) {
-      const medians = SEGMENTS.map((_, at) => perRound.map((round) => round[at]).sort((a, b) => a - b)[perRound.length >> 1]);
+      const medians = SEGMENTS.map(
+        (_, at) => perRound.map((round) => round[at]).sort((a, b) => a - b)[perRound.length >> 1],
+      );
       const total = medians.reduce((sum, value) => sum + value, 0);
-      process.stdout.write(`${name.padEnd(22)}${medians.map((value) => value.toFixed(1).padStart(20)).join('')}${total.toFixed(1).padStart(9)}\n`);
+      process.stdout.write(
+        `${name.padEnd(22)}${medians.map((value) => value.toFixed(1).padStart(20)).join('')}${total.toFixed(1).padStart(9)}\n`,
+      );
     }
   } finally {
     await app.close();

@@ -22,7 +22,9 @@ function main(): void {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const selfMicros = new Map<number, number>();
-  profile.samples.forEach((id, index) => selfMicros.set(id, (selfMicros.get(id) ?? 0) + (profile.timeDeltas[index] ?? 0)));
+  profile.samples.forEach((id, index) =>
+    selfMicros.set(id, (selfMicros.get(id) ?? 0) + (profile.timeDeltas[index] ?? 0)),
+  );
   const total = [...selfMicros.values()].reduce((sum, value) => sum + value, 0);
 
   const byFunction = new Map<string, number>();
@@ -38,7 +40,9 @@ function main(): void {
   const print = (title: string, entries: Map<string, number>, top: number): void => {
     process.stdout.write(`\n${title} (total ${(total / 1000).toFixed(0)} ms sampled)\n`);
     for (const [name, micros] of [...entries].sort(([, a], [, b]) => b - a).slice(0, top)) {
-      process.stdout.write(`${((micros / total) * 100).toFixed(1).padStart(5)}%  ${(micros / 1000).toFixed(0).padStart(6)} ms  ${name}\n`);
+      process.stdout.write(
+        `${((micros / total) * 100).toFixed(1).padStart(5)}%  ${(micros / 1000).toFixed(0).padStart(6)} ms  ${name}\n`,
+      );
     }
   };
   print('Self time by function', byFunction, Number(topArg));
@@ -46,7 +50,10 @@ function main(): void {
 }
 
 function shortUrl(url: string): string {
-  return url.replace(/^file:\/\//, '').replace(/^.*\/node_modules\//, 'node_modules/').replace(/^.*\/work\/main\//, '');
+  return url
+    .replace(/^file:\/\//, '')
+    .replace(/^.*\/node_modules\//, 'node_modules/')
+    .replace(/^.*\/work\/main\//, '');
 }
 
 main();

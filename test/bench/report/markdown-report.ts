@@ -1,6 +1,17 @@
 import { SLICES_PER_ROUND } from '../bench-options';
 import { WORKLOADS, type WorkloadSpec } from '../workloads/workload-specs';
-import { bestPeer, bestPeerBy, figures, findCell, ours, oursVersusBestPeer, TARGET_CONTESTANTS, UNCOUNTED_CLIENT_SIDE, type BenchResults, type Metrics } from './results';
+import {
+  bestPeer,
+  bestPeerBy,
+  figures,
+  findCell,
+  ours,
+  oursVersusBestPeer,
+  TARGET_CONTESTANTS,
+  UNCOUNTED_CLIENT_SIDE,
+  type BenchResults,
+  type Metrics,
+} from './results';
 import type { TargetOutcome } from './targets';
 
 /** RESULTS.md: every table of the run, the targets, the machine and the command. */
@@ -41,7 +52,10 @@ export function markdownReport(results: BenchResults, targets: readonly TargetOu
     '',
     '| target | measured | verdict |',
     '| --- | --- | --- |',
-    ...targets.map((outcome) => `| ${outcome.target} | ${outcome.measured} | ${outcome.met === true ? '✅ ' : outcome.met === false ? '❌ ' : ''}${outcome.verdict} |`),
+    ...targets.map(
+      (outcome) =>
+        `| ${outcome.target} | ${outcome.measured} | ${outcome.met === true ? '✅ ' : outcome.met === false ? '❌ ' : ''}${outcome.verdict} |`,
+    ),
     '',
     ...methodNotes(),
   ];
@@ -63,7 +77,9 @@ function throughputTable(results: BenchResults, ran: readonly WorkloadSpec[]): s
   const contestants = results.contestants;
   const mine = ours(results);
   // This library over other client families (node-redis): a ratio of their own, not judged by the targets.
-  const others = contestants.filter((contestant) => contestant.role === 'library' && !TARGET_CONTESTANTS.includes(contestant.id));
+  const others = contestants.filter(
+    (contestant) => contestant.role === 'library' && !TARGET_CONTESTANTS.includes(contestant.id),
+  );
   const ratioColumns = [...mine, ...others].map((contestant) => `${kind(contestant.id)} ÷ best peer`);
   const lines = [
     '## Throughput (acquisitions per second, each released at once or after its critical section)',
@@ -84,14 +100,18 @@ function throughputTable(results: BenchResults, ran: readonly WorkloadSpec[]): s
       const ratio = versus?.each.find((item) => item.contestant.id === contestant.id)?.ratio;
       if (ratio === undefined) return '—';
       // The worse of ours is the one that counts: bold.
-      return ratio === versus?.worse && (versus?.each.length ?? 0) > 1 ? `**${ratio.toFixed(2)}×**` : `${ratio.toFixed(2)}×`;
+      return ratio === versus?.worse && (versus?.each.length ?? 0) > 1
+        ? `**${ratio.toFixed(2)}×**`
+        : `${ratio.toFixed(2)}×`;
     });
     const peer = bestPeer(results, workload.id);
     for (const contestant of others) {
       const value = figures(results, workload.id, contestant.id)?.opsPerSec;
       ratios.push(value === undefined || !peer ? '—' : `${(value / peer.opsPerSec).toFixed(2)}×`);
     }
-    lines.push(`| ${workload.title} | ${cells.join(' | ')} | ${ratios.join(' | ')} | ${versus?.peer.label ?? peer?.contestant.label ?? '—'} |`);
+    lines.push(
+      `| ${workload.title} | ${cells.join(' | ')} | ${ratios.join(' | ')} | ${versus?.peer.label ?? peer?.contestant.label ?? '—'} |`,
+    );
   }
   const limited = ran.filter((workload) => workload.only && workload.onlyWhy);
   if (limited.length > 0) lines.push('', ...limited.map((workload) => `${workload.title}: ${workload.onlyWhy}.`));
@@ -117,10 +137,13 @@ function semaphoreSection(results: BenchResults, ran: readonly WorkloadSpec[]): 
     const cell = findCell(results, workload.id, contestant.id);
     const m = figures(results, workload.id, contestant.id);
     if (!m) {
-      lines.push(`| ${contestant.label} | ${cell?.error ? `n/a (${shorten(cell.error)})` : cell?.skipped ? `*${cell.skipped}*` : '—'} | | | | | |`);
+      lines.push(
+        `| ${contestant.label} | ${cell?.error ? `n/a (${shorten(cell.error)})` : cell?.skipped ? `*${cell.skipped}*` : '—'} | | | | | |`,
+      );
       continue;
     }
-    const ratio = peerFigures && contestant.id !== SEMAPHORE_PEER ? `${(m.opsPerSec / peerFigures.opsPerSec).toFixed(2)}×` : '—';
+    const ratio =
+      peerFigures && contestant.id !== SEMAPHORE_PEER ? `${(m.opsPerSec / peerFigures.opsPerSec).toFixed(2)}×` : '—';
     const overLimit = cell?.rounds.reduce((total, round) => total + (round.overlaps ?? 0), 0) ?? 0;
     const mostHolders = Math.max(...(cell?.rounds.map((round) => round.maxHolders ?? 0) ?? [0]));
     lines.push(
@@ -175,7 +198,9 @@ function turnsTables(results: BenchResults, ran: readonly WorkloadSpec[]): strin
       if (!cell) continue;
       if (cell.error || cell.skipped) {
         if (cell.skipped && workload.only) continue;
-        lines.push(`| ${workload.title} | ${contestant.label} | ${cell.error ? `n/a (${shorten(cell.error)})` : `*${cell.skipped}*`} | | | | | | | | | |`);
+        lines.push(
+          `| ${workload.title} | ${contestant.label} | ${cell.error ? `n/a (${shorten(cell.error)})` : `*${cell.skipped}*`} | | | | | | | | | |`,
+        );
         continue;
       }
       const m = figures(results, workload.id, contestant.id);
@@ -183,7 +208,10 @@ function turnsTables(results: BenchResults, ran: readonly WorkloadSpec[]): strin
       const cpuRatio = lowestCpu ? `${(m.redisCpuUsPerAcquisition / lowestCpu.value).toFixed(2)}×` : '—';
       const counted = !UNCOUNTED_CLIENT_SIDE.includes(contestant.id);
       // Acquire scripts are those running SET … NX: a lock's. A permit is taken otherwise (a sorted set).
-      const acquireScripts = contestant.role === 'library' && counted && workload.limit === 1 ? m.acquireScriptsPerAcquisition.toFixed(2) : '—';
+      const acquireScripts =
+        contestant.role === 'library' && counted && workload.limit === 1
+          ? m.acquireScriptsPerAcquisition.toFixed(2)
+          : '—';
       const clientCommands = counted ? m.clientCommandsPerAcquisition.toFixed(2) : '—';
       const whileWaiting = counted ? fixed(m.waitingCommandsPerWaiterSecond, 2) : '—';
       lines.push(
@@ -191,19 +219,31 @@ function turnsTables(results: BenchResults, ran: readonly WorkloadSpec[]): strin
           `${m.allCommandsPerAcquisition.toFixed(2)} | ${clientCommands} | ${acquireScripts} | ` +
           `${fixed(m.handoverP50Ms, 2)} | ${fixed(m.handoverP99Ms, 2)} | ${m.longestWaitMs.toFixed(0)} | ${whileWaiting} |`,
       );
-      mixes.push(`| ${workload.title} | ${contestant.label} | ${commandMix(m, 'mix.')} | ${commandMix(m, 'script.')} | ${commandMix(m, 'all.')} |`);
+      mixes.push(
+        `| ${workload.title} | ${contestant.label} | ${commandMix(m, 'mix.')} | ${commandMix(m, 'script.')} | ${commandMix(m, 'all.')} |`,
+      );
       const overlaps = cell.rounds.reduce((total, round) => total + (round.overlaps ?? 0), 0);
-      if (overlaps > 0) notes.push(`⚠ ${workload.title}, ${contestant.label}: ${overlaps} grant(s) while ${workload.limit} caller(s) already held the key.`);
+      if (overlaps > 0)
+        notes.push(
+          `⚠ ${workload.title}, ${contestant.label}: ${overlaps} grant(s) while ${workload.limit} caller(s) already held the key.`,
+        );
       if (m.unclassifiedScriptsPerAcquisition > 0) {
-        notes.push(`⚠ ${workload.title}, ${contestant.label}: ${m.unclassifiedScriptsPerAcquisition.toFixed(2)} calls per acquisition of scripts the census never saw (not counted as acquire scripts).`);
+        notes.push(
+          `⚠ ${workload.title}, ${contestant.label}: ${m.unclassifiedScriptsPerAcquisition.toFixed(2)} calls per acquisition of scripts the census never saw (not counted as acquire scripts).`,
+        );
       }
     }
   }
   const runs = results.cells
-    .filter((cell) => turns.some((workload) => workload.id === cell.workload) && !UNCOUNTED_CLIENT_SIDE.includes(cell.contestant))
+    .filter(
+      (cell) =>
+        turns.some((workload) => workload.id === cell.workload) && !UNCOUNTED_CLIENT_SIDE.includes(cell.contestant),
+    )
     .flatMap((cell) => cell.rounds);
   if (results.contestants.some((contestant) => UNCOUNTED_CLIENT_SIDE.includes(contestant.id))) {
-    notes.push('Client-side counts (client cmds, acquire scripts, while waiting) hook ioredis: the node-redis row has server-side figures only.');
+    notes.push(
+      'Client-side counts (client cmds, acquire scripts, while waiting) hook ioredis: the node-redis row has server-side figures only.',
+    );
   }
   const disagreeing = runs.filter((round) => round.clientServerMismatch !== 0).length;
   notes.push(
@@ -238,12 +278,18 @@ function censusSection(results: BenchResults): string[] {
     '',
     '| script (SHA1) | runs inside Redis | acquire script | called by |',
     '| --- | --- | --- | --- |',
-    ...census.scripts.map((script) => `| \`${script.sha.slice(0, 12)}\` | ${script.signature} | ${script.acquires ? 'yes' : 'no'} | ${script.callers.map(labelOf).join('; ')} |`),
+    ...census.scripts.map(
+      (script) =>
+        `| \`${script.sha.slice(0, 12)}\` | ${script.signature} | ${script.acquires ? 'yes' : 'no'} | ${script.callers.map(labelOf).join('; ')} |`,
+    ),
     '',
     disagreeing.length === 0
       ? `The client-side command count agreed with MONITOR's client lines, command by command, for all ${census.checks.length} contestants.`
       : `⚠ The client-side count disagreed with MONITOR for: ${disagreeing
-          .map((check) => `${labelOf(check.contestant)} (${[...check.disagreements, `${check.orphanScriptLines} orphan script lines`].join('; ')})`)
+          .map(
+            (check) =>
+              `${labelOf(check.contestant)} (${[...check.disagreements, `${check.orphanScriptLines} orphan script lines`].join('; ')})`,
+          )
           .join('; ')}.`,
   ];
 }
@@ -280,22 +326,22 @@ function methodNotes(): string[] {
       'Throughput counts every finished cycle until the last caller stops.',
     '- One key, callers taking turns, all in this process: *contended*, each caller holds the key for a timer of 1 or 20 ms, ' +
       'then releases and asks again at once; *hot key*, nothing held: release is called as soon as acquire resolves, with no await ' +
-      'in between; *semaphore*, 16 callers on 4 slots, 1 ms held: `acquire(key, { limit: 4 })` for this library, redis-semaphore\'s ' +
+      "in between; *semaphore*, 16 callers on 4 slots, 1 ms held: `acquire(key, { limit: 4 })` for this library, redis-semaphore's " +
       '`Semaphore` for the peer (redlock has none and sits it out). ' +
       'Callers stop once the duration has passed; those still waiting get their turn first. The raw baseline cannot wait and sits these out.',
     '- Redis CPU: `INFO cpu` of the redis-server before and after the window, `used_cpu_sys + used_cpu_user` (the whole process) ' +
       'delta ÷ acquisitions. The window is the workload plus 50 ms for late commands (an UNSUBSCRIBE after the last caller); ' +
       'no MONITOR runs in it (MONITOR would cost Redis CPU per command).',
-    '- All commands: `INFO commandstats` read in the same INFO as the CPU, before and after; the delta of every command\'s ' +
+    "- All commands: `INFO commandstats` read in the same INFO as the CPU, before and after; the delta of every command's " +
       '`calls` summed. Redis counts the commands a script runs under their own names (an EVALSHA that runs SET and INCR counts 3). ' +
-      'The harness\'s own (INFO, CONFIG, MONITOR, ECHO) and connection handshakes (CLIENT, HELLO, SELECT, PING) are left out.',
-    '- Client commands: counted in this process as ioredis writes them to the server\'s socket (every contestant uses the one ioredis ' +
+      "The harness's own (INFO, CONFIG, MONITOR, ECHO) and connection handshakes (CLIENT, HELLO, SELECT, PING) are left out.",
+    "- Client commands: counted in this process as ioredis writes them to the server's socket (every contestant uses the one ioredis " +
       'installed), by name and, for EVAL/EVALSHA, by script SHA1. Every run checks the count against commandstats for the commands ' +
       'a script cannot run; the census checks it against MONITOR for every command.',
     '- Acquire scripts: client EVAL/EVALSHA calls of the scripts the census classified as acquire scripts (they run `SET … NX`, or `SET … XX` to hand a key over), ' +
       '÷ acquisitions. Classification by what a script does in Redis, not by its name or source in lib/, so the count stays right ' +
-      'while the engine\'s scripts change.',
-    '- While waiting (16 × 20 ms): client commands sent between 5 ms after a grant and 1 ms before that holder\'s release — a span ' +
+      "while the engine's scripts change.",
+    "- While waiting (16 × 20 ms): client commands sent between 5 ms after a grant and 1 ms before that holder's release — a span " +
       'where the 15 other callers are all waiting — per waiter per second.',
   ];
 }

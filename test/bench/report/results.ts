@@ -58,7 +58,10 @@ export function figures(results: BenchResults, workload: WorkloadId, contestant:
 }
 
 /** The peer with the highest median ops/s on a workload (the raw baseline is not a peer). */
-export function bestPeer(results: BenchResults, workload: WorkloadId): { contestant: ContestantInfo; opsPerSec: number } | undefined {
+export function bestPeer(
+  results: BenchResults,
+  workload: WorkloadId,
+): { contestant: ContestantInfo; opsPerSec: number } | undefined {
   const best = bestPeerBy(results, workload, 'opsPerSec', 'highest');
   return best && { contestant: best.contestant, opsPerSec: best.value };
 }
@@ -105,7 +108,13 @@ export function oursVersusBestPeer(
   workload: WorkloadId,
   metric = 'opsPerSec',
   better: 'highest' | 'lowest' = 'highest',
-): { readonly peer: ContestantInfo; readonly each: { contestant: ContestantInfo; ratio: number }[]; readonly worse: number } | undefined {
+):
+  | {
+      readonly peer: ContestantInfo;
+      readonly each: { contestant: ContestantInfo; ratio: number }[];
+      readonly worse: number;
+    }
+  | undefined {
   const best = bestPeerBy(results, workload, metric, better);
   if (!best) return undefined;
   const each = ours(results).flatMap((contestant) => {

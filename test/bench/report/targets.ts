@@ -37,7 +37,9 @@ export function evaluateTargets(results: BenchResults): TargetOutcome[] {
       target,
       measured: `${eachRatio(versus.each)} vs ${versus.peer.label}`,
       met,
-      verdict: met ? 'target met' : `missed by ${(((minimum - versus.worse) / minimum) * 100).toFixed(0)}% (${versus.worse.toFixed(2)}× of ${minimum}×)`,
+      verdict: met
+        ? 'target met'
+        : `missed by ${(((minimum - versus.worse) / minimum) * 100).toFixed(0)}% (${versus.worse.toFixed(2)}× of ${minimum}×)`,
     });
   };
 
@@ -65,15 +67,22 @@ export function evaluateTargets(results: BenchResults): TargetOutcome[] {
       target,
       measured: `${eachRatio(versus.each)} of ${versus.peer.label}'s ${peerUs.toFixed(1)} µs`,
       met,
-      verdict: met ? 'target met' : `missed: ${versus.worse.toFixed(2)}× the peer's CPU (${((versus.worse - 1) * 100).toFixed(0)}% more)`,
+      verdict: met
+        ? 'target met'
+        : `missed: ${versus.worse.toFixed(2)}× the peer's CPU (${((versus.worse - 1) * 100).toFixed(0)}% more)`,
     });
   }
 
   for (const workload of ['hotkey-8', 'hotkey-32', 'hotkey-64'] as const) {
     const callers = workload.split('-')[1];
     const target = `≤ ${MAX_ACQUIRE_SCRIPTS_PER_ACQUISITION} acquire scripts per acquisition, hot key, ${callers} callers`;
-    const each = ours(results).map((contestant) => ({ contestant, value: figures(results, workload, contestant.id)?.acquireScriptsPerAcquisition }));
-    const measured = each.filter((item): item is { contestant: (typeof each)[number]['contestant']; value: number } => item.value !== undefined);
+    const each = ours(results).map((contestant) => ({
+      contestant,
+      value: figures(results, workload, contestant.id)?.acquireScriptsPerAcquisition,
+    }));
+    const measured = each.filter(
+      (item): item is { contestant: (typeof each)[number]['contestant']; value: number } => item.value !== undefined,
+    );
     if (measured.length < each.length || measured.length === 0) {
       outcomes.push(notMeasured(target, workload, results));
       continue;
@@ -82,7 +91,12 @@ export function evaluateTargets(results: BenchResults): TargetOutcome[] {
     // counter missed this library's commands (it once did, when they stopped going through the method it
     // wraps), and 0 must not read as the best possible figure.
     if (measured.some((item) => item.value === 0)) {
-      outcomes.push({ target, measured: '—', met: undefined, verdict: 'not measured (no granting script counted: the client-side count missed them)' });
+      outcomes.push({
+        target,
+        measured: '—',
+        met: undefined,
+        verdict: 'not measured (no granting script counted: the client-side count missed them)',
+      });
       continue;
     }
     const worst = Math.max(...measured.map((item) => item.value));
@@ -91,7 +105,9 @@ export function evaluateTargets(results: BenchResults): TargetOutcome[] {
       target,
       measured: measured.map((item) => `${item.value.toFixed(2)} ${clientKind(item.contestant.id)}`).join(', '),
       met,
-      verdict: met ? 'target met' : `missed by ${(worst - MAX_ACQUIRE_SCRIPTS_PER_ACQUISITION).toFixed(2)} scripts per acquisition`,
+      verdict: met
+        ? 'target met'
+        : `missed by ${(worst - MAX_ACQUIRE_SCRIPTS_PER_ACQUISITION).toFixed(2)} scripts per acquisition`,
     });
   }
 
@@ -100,7 +116,12 @@ export function evaluateTargets(results: BenchResults): TargetOutcome[] {
   const memory = results.memory;
   const memoryLabel = `no heap growth over ${results.options.memoryCycles.toLocaleString('en-US')} unique-key cycles (< ${MAX_HEAP_GROWTH_MB} MB)`;
   if (!memory) {
-    outcomes.push({ target: memoryLabel, measured: '—', met: undefined, verdict: `not measured (${results.memoryError ?? 'skipped'})` });
+    outcomes.push({
+      target: memoryLabel,
+      measured: '—',
+      met: undefined,
+      verdict: `not measured (${results.memoryError ?? 'skipped'})`,
+    });
   } else {
     const met = memory.growthMb < MAX_HEAP_GROWTH_MB;
     outcomes.push({
@@ -129,7 +150,12 @@ function eachRatio(each: readonly { contestant: { id: string }; ratio: number }[
 
 function notMeasured(target: string, workload: string, results: BenchResults): TargetOutcome {
   const problems = results.cells
-    .filter((cell) => cell.workload === workload && ours(results).some((contestant) => contestant.id === cell.contestant) && cell.error)
+    .filter(
+      (cell) =>
+        cell.workload === workload &&
+        ours(results).some((contestant) => contestant.id === cell.contestant) &&
+        cell.error,
+    )
     .map((cell) => `${clientKind(cell.contestant)}: ${cell.error}`);
   const ran = results.options.workloads.includes(workload as WorkloadId);
   return {

@@ -47,19 +47,25 @@ export function throughputChart(results: BenchResults): string {
       const barY = y + PANEL_TOP + row * (BAR_HEIGHT + BAR_GAP);
       const value = values[row];
       const textY = barY + BAR_HEIGHT / 2 + 4;
-      parts.push(`<text x="${x + LABEL_WIDTH}" y="${textY}" text-anchor="end" fill="#333">${escapeXml(contestant.label)}</text>`);
+      parts.push(
+        `<text x="${x + LABEL_WIDTH}" y="${textY}" text-anchor="end" fill="#333">${escapeXml(contestant.label)}</text>`,
+      );
       if (value === undefined) {
         // A contestant that sits the workload out by design says why (e.g. "not yet supported").
         // Only the gist ("not yet supported"): the parenthesis would run into the next panel.
         const skipped = findCell(results, workload.id, contestant.id)?.skipped;
-        const why = workload.only ? (skipped && '—') : skipped?.split(' (')[0];
+        const why = workload.only ? skipped && '—' : skipped?.split(' (')[0];
         parts.push(`<text x="${x + LABEL_WIDTH + 8}" y="${textY}" fill="#999">${escapeXml(why ?? 'n/a')}</text>`);
         return;
       }
       const barWidth = Math.max(1, (value / max) * barSpace);
       const colour = COLOURS[contestant.id] ?? '#777777';
-      parts.push(`<rect x="${x + LABEL_WIDTH + 8}" y="${barY}" width="${barWidth.toFixed(1)}" height="${BAR_HEIGHT}" fill="${colour}" rx="2"/>`);
-      parts.push(`<text x="${(x + LABEL_WIDTH + 14 + barWidth).toFixed(1)}" y="${textY}" fill="#333">${formatCount(value)}</text>`);
+      parts.push(
+        `<rect x="${x + LABEL_WIDTH + 8}" y="${barY}" width="${barWidth.toFixed(1)}" height="${BAR_HEIGHT}" fill="${colour}" rx="2"/>`,
+      );
+      parts.push(
+        `<text x="${(x + LABEL_WIDTH + 14 + barWidth).toFixed(1)}" y="${textY}" fill="#333">${formatCount(value)}</text>`,
+      );
     });
   });
   parts.push('</svg>');

@@ -19,7 +19,12 @@ const CHILD_TIMEOUT_MS = 180_000;
  * --expose-gc (the benchmark itself runs without it), so the heap is read after real full collections and
  * holds nothing but the library and the loop.
  */
-export function runMemory(url: string, cycles: number, concurrency: number, signal?: AbortSignal): Promise<MemoryResult> {
+export function runMemory(
+  url: string,
+  cycles: number,
+  concurrency: number,
+  signal?: AbortSignal,
+): Promise<MemoryResult> {
   const script = path.join(__dirname, 'memory-child.ts');
   const child = spawn(
     process.execPath,

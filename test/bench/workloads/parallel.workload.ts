@@ -8,7 +8,12 @@ const MAX_CYCLES_PER_CALLER = 1_000_000;
  * Workload 2 (and 4 on five servers): `callers` concurrent callers, each on its own key, acquire + release
  * in a loop until `durationMs` has passed; the slice ends when the last caller is done.
  */
-export async function runParallel(contestant: Contestant, keyPrefix: string, callers: number, durationMs: number): Promise<SliceResult> {
+export async function runParallel(
+  contestant: Contestant,
+  keyPrefix: string,
+  callers: number,
+  durationMs: number,
+): Promise<SliceResult> {
   const startedAt = performance.now();
   const deadline = startedAt + durationMs;
   let cycles = 0;

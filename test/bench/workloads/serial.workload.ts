@@ -14,7 +14,12 @@ const MAX_CYCLES = 5_000_000;
  * cycle is appended to `latencies`. A measurement is several such slices, interleaved with the other
  * contestants' (see run.ts).
  */
-export async function runSerial(contestant: Contestant, key: string, durationMs: number, latencies: Samples): Promise<SliceResult> {
+export async function runSerial(
+  contestant: Contestant,
+  key: string,
+  durationMs: number,
+  latencies: Samples,
+): Promise<SliceResult> {
   const startedAt = performance.now();
   const deadline = startedAt + durationMs;
   let now = startedAt;

@@ -75,7 +75,8 @@ export async function runTurns(
       holders--;
       lastReleaseAt = releasingAt;
       // Only while nobody has stopped yet are all other callers waiting.
-      if (keepWindows && releasingAt < deadline) windows.push({ from: grantedAt + WINDOW_START_MS, to: releasingAt - WINDOW_END_MS });
+      if (keepWindows && releasingAt < deadline)
+        windows.push({ from: grantedAt + WINDOW_START_MS, to: releasingAt - WINDOW_END_MS });
       await held.release();
     }
   };
@@ -84,7 +85,11 @@ export async function runTurns(
 }
 
 /** Commands sent inside the windows, per waiter and per second of window (`sentAtMs` ascending); NaN without windows. */
-export function commandsPerWaiterSecond(sentAtMs: ArrayLike<number>, windows: readonly WaitingWindow[], waiters: number): number {
+export function commandsPerWaiterSecond(
+  sentAtMs: ArrayLike<number>,
+  windows: readonly WaitingWindow[],
+  waiters: number,
+): number {
   const usable = windows.filter((window) => window.to > window.from);
   const windowMs = usable.reduce((total, window) => total + (window.to - window.from), 0);
   if (windowMs === 0 || waiters === 0) return NaN;

@@ -24,7 +24,12 @@ export async function twoLockServices(
  * Resolves once `side` gets `key` (and lets it go at once), polling for up to `ms`: "free again within moments
  * of the hold-over's end", without a one-shot check that a stall of the loaded machine can put before it.
  */
-export async function becomesFree(side: LockService, key: string, ms: number, options?: { limit?: number }): Promise<void> {
+export async function becomesFree(
+  side: LockService,
+  key: string,
+  ms: number,
+  options?: { limit?: number },
+): Promise<void> {
   await eventually(
     async () => {
       const next = await side.tryAcquire(key, options);
@@ -52,5 +57,8 @@ export async function refusedNow(side: LockService, key: string, options?: { lim
  */
 export async function busyUntil(notBefore: number, busy: () => Promise<boolean>, what: string): Promise<void> {
   if (await busy()) return;
-  expect(performance.now(), `${what}: found free ${(notBefore - performance.now()).toFixed(0)} ms early`).toBeGreaterThanOrEqual(notBefore);
+  expect(
+    performance.now(),
+    `${what}: found free ${(notBefore - performance.now()).toFixed(0)} ms early`,
+  ).toBeGreaterThanOrEqual(notBefore);
 }

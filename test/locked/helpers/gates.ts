@@ -49,7 +49,11 @@ export class Gates {
 
 /** Which of two promises settles first: `'first'` or `'second'`. */
 export async function firstToSettle(first: Promise<unknown>, second: Promise<unknown>): Promise<'first' | 'second'> {
-  const tag = <T extends string>(promise: Promise<unknown>, name: T) => promise.then(() => name, () => name);
+  const tag = <T extends string>(promise: Promise<unknown>, name: T) =>
+    promise.then(
+      () => name,
+      () => name,
+    );
   return Promise.race([tag(first, 'first' as const), tag(second, 'second' as const)]);
 }
 

@@ -1,8 +1,4 @@
-import {
-  ConsoleLogger,
-  type INestApplication,
-  type ModuleMetadata,
-} from '@nestjs/common';
+import { ConsoleLogger, type INestApplication, type ModuleMetadata } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Server } from 'node:http';
 import { LockModule, LockService, type LockModuleOptions } from '../../../lib';
@@ -45,7 +41,10 @@ export async function startLockedApp(
   } catch (error) {
     // A failed init leaves app.close() a no-op (it rethrows the init error): close the store directly,
     // or its Redis connection would keep Jest alive.
-    await module.get(LockService).onApplicationShutdown().catch(() => undefined);
+    await module
+      .get(LockService)
+      .onApplicationShutdown()
+      .catch(() => undefined);
     throw error;
   }
   const server = app.getHttpServer() as Server;

@@ -57,7 +57,12 @@ export class RecordingLogger implements LoggerService {
   }
 }
 
-async function compile(redisUrl: string, scenario: ModuleMetadata, options: LockModuleOptions, logger: LoggerService): Promise<TestingModule> {
+async function compile(
+  redisUrl: string,
+  scenario: ModuleMetadata,
+  options: LockModuleOptions,
+  logger: LoggerService,
+): Promise<TestingModule> {
   const lockModule = LockModule.forRoot({ redis: redisUrl, isGlobal: true, ...options });
   return Test.createTestingModule({ ...scenario, imports: [...(scenario.imports ?? []), lockModule] })
     .setLogger(logger)
@@ -66,7 +71,10 @@ async function compile(redisUrl: string, scenario: ModuleMetadata, options: Lock
 
 /** A failed init leaves app.close() a no-op: close the store directly, or its connection keeps the run alive. */
 async function closeStoreAfterFailedStart(module: TestingModule, error: unknown): Promise<never> {
-  await module.get(LockService).onApplicationShutdown().catch(() => undefined);
+  await module
+    .get(LockService)
+    .onApplicationShutdown()
+    .catch(() => undefined);
   throw error;
 }
 

@@ -24,8 +24,7 @@ const gates = new Gates();
 /** Every rebuild that got into its resolver, by id, in order. */
 const rebuilt: string[] = [];
 /** What the client is told: not the advice about the 'wait' option, which only the developer can set. */
-const BUSY_MESSAGE = (key: string) =>
-  `Lock on "${key}" not acquired: held by another owner. Retry later.`;
+const BUSY_MESSAGE = (key: string) => `Lock on "${key}" not acquired: held by another owner. Retry later.`;
 /** What the log says (debug), the error's own message. */
 const BUSY_LOG = (key: string) =>
   `Lock on "${key}" not acquired: held by another owner. Retry later, or set the 'wait' option to queue for it.`;
@@ -76,7 +75,10 @@ class OrdersResolver {
 
 interface GraphQLAnswer {
   status: number;
-  body: { data?: Record<string, unknown> | null; errors?: { message: string; path?: string[]; extensions?: Record<string, unknown> }[] };
+  body: {
+    data?: Record<string, unknown> | null;
+    errors?: { message: string; path?: string[]; extensions?: Record<string, unknown> }[];
+  };
 }
 
 describe('lock errors over GraphQL (Apollo, code-first; real Nest app, real Redis)', () => {
@@ -114,7 +116,10 @@ describe('lock errors over GraphQL (Apollo, code-first; real Nest app, real Redi
     http = await startHttpApp(
       'express',
       redis.url,
-      { imports: [graphql], providers: [OrdersResolver, PaymentsService, { provide: APP_FILTER, useClass: LockErrorFilter }] },
+      {
+        imports: [graphql],
+        providers: [OrdersResolver, PaymentsService, { provide: APP_FILTER, useClass: LockErrorFilter }],
+      },
       logger,
       { errorMapping: false },
     );
@@ -127,7 +132,11 @@ describe('lock errors over GraphQL (Apollo, code-first; real Nest app, real Redi
 
   it('a @Locked resolver, busy: extensions { code LOCK_BUSY, keys, retryAfterMs }; logged at debug only', async () => {
     const mark = logger.entries.length;
-    const { held, busy } = await whileHeld('order 1', () => mutate('pay', '1'), () => mutate('pay', '1'));
+    const { held, busy } = await whileHeld(
+      'order 1',
+      () => mutate('pay', '1'),
+      () => mutate('pay', '1'),
+    );
 
     expect(held.body).toEqual({ data: { pay: 'paid 1' } });
     expect(fieldError(busy, 'pay')).toEqual({
@@ -138,7 +147,11 @@ describe('lock errors over GraphQL (Apollo, code-first; real Nest app, real Redi
     expect(busy.body.errors![0]!.extensions!.retryAfterMs).toBeGreaterThan(0);
 
     expect(logger.since(mark, 'error')).toEqual([]);
-    expect(logger.since(mark, 'debug')).toContainEqual({ level: 'debug', context: 'LockInterceptor', message: BUSY_LOG('gql-order:1') });
+    expect(logger.since(mark, 'debug')).toContainEqual({
+      level: 'debug',
+      context: 'LockInterceptor',
+      message: BUSY_LOG('gql-order:1'),
+    });
   });
 
   it('a @Locked resolver, bad key: extensions { code LOCK_INVALID_KEY }, naming the placeholder', async () => {
@@ -153,7 +166,11 @@ describe('lock errors over GraphQL (Apollo, code-first; real Nest app, real Redi
 
   it('a @Locked service method under a plain resolver, with LockErrorFilter: the same busy and bad-key errors', async () => {
     const mark = logger.entries.length;
-    const { held, busy } = await whileHeld('payment 1', () => mutate('capture', '1'), () => mutate('capture', '1'));
+    const { held, busy } = await whileHeld(
+      'payment 1',
+      () => mutate('capture', '1'),
+      () => mutate('capture', '1'),
+    );
     expect(held.body).toEqual({ data: { capture: 'captured 1' } });
     expect(fieldError(busy, 'capture')).toEqual({
       message: BUSY_MESSAGE('gql-payment:1'),
@@ -175,7 +192,10 @@ describe('lock errors over GraphQL (Apollo, code-first; real Nest app, real Redi
     await gates.get(`report ${id}`).reached();
 
     // Sent on a socket of its own, then dropped before any answer.
-    const leaver = httpRequest(`${http.baseUrl}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+    const leaver = httpRequest(`${http.baseUrl}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+    });
     leaver.on('error', () => undefined); // the socket this test destroys
     leaver.end(JSON.stringify({ query: 'mutation ($id: String) { rebuild(id: $id) }', variables: { id } }));
     await waiterAsleep(locks, `gql-report:${id}`);
@@ -193,7 +213,8 @@ describe('lock errors over GraphQL (Apollo, code-first; real Nest app, real Redi
     expect(logger.since(mark, 'debug')).toContainEqual({
       level: 'debug',
       context: 'LockInterceptor',
-      message: 'Stopped waiting for "gql-report:{data.id}": the HTTP client disconnected while the request waited for its lock',
+      message:
+        'Stopped waiting for "gql-report:{data.id}": the HTTP client disconnected while the request waited for its lock',
     });
   });
 

@@ -99,137 +99,152 @@ class PaymentsController {
 }
 
 /** The Retry-After a busy body's retryAfterMs makes: whole seconds, rounded up, at least 1. */
-const retryAfterOf = (response: request.Response) => String(Math.max(1, Math.ceil((response.body as { retryAfterMs: number }).retryAfterMs / 1000)));
+const retryAfterOf = (response: request.Response) =>
+  String(Math.max(1, Math.ceil((response.body as { retryAfterMs: number }).retryAfterMs / 1000)));
 
 /** Entries of `context` in `entries`. */
 const from = (entries: LogEntry[], context: string) => entries.filter((entry) => entry.context === context);
 
-describe.each(['express', 'fastify'] as const)('on %s, with nothing registered (real Nest app, real Redis)', (platform) => {
-  let redis: RedisProcess;
-  let http: HttpTransportApp;
-  let locks: LockService;
-  const logger = new RecordingLogger();
-  const post = (path: string, body: object = {}): Promise<request.Response> =>
-    request(http.server)
-      .post(path)
-      .send(body)
-      .then((response) => response);
+describe.each(['express', 'fastify'] as const)(
+  'on %s, with nothing registered (real Nest app, real Redis)',
+  (platform) => {
+    let redis: RedisProcess;
+    let http: HttpTransportApp;
+    let locks: LockService;
+    const logger = new RecordingLogger();
+    const post = (path: string, body: object = {}): Promise<request.Response> =>
+      request(http.server)
+        .post(path)
+        .send(body)
+        .then((response) => response);
 
-  beforeAll(async () => {
-    redis = await startRedis();
-    http = await startHttpApp(platform, redis.url, { controllers: [PaymentsController], providers: [PaymentsService] }, logger);
-    locks = http.app.get(LockService);
-  });
-  afterAll(async () => {
-    await http?.close();
-    await redis?.stop();
-  });
-
-  it('busy: a @Locked service method and withLock in a plain route answer 409 with Retry-After and the body of a @Locked route; logged once each, at debug', async () => {
-    const key = `payment:${platform}-1`;
-    const held = await locks.acquire(key);
-    const mark = logger.entries.length;
-    const reference = await post(`/locked-payments/${platform}-1`);
-    const fromService = await post('/payments', { id: `${platform}-1` });
-    const fromWithLock = await post('/with-lock', { key });
-    await held.release();
-
-    expect(reference.status).toBe(409);
-    expect(reference.body).toEqual({
-      statusCode: 409,
-      error: 'Conflict',
-      code: 'LOCK_BUSY',
-      message: BUSY_MESSAGE(key),
-      keys: [key],
-      retryAfterMs: expect.any(Number),
+    beforeAll(async () => {
+      redis = await startRedis();
+      http = await startHttpApp(
+        platform,
+        redis.url,
+        { controllers: [PaymentsController], providers: [PaymentsService] },
+        logger,
+      );
+      locks = http.app.get(LockService);
     });
-    for (const response of [fromService, fromWithLock]) {
-      expect(response.status).toBe(409);
-      // The estimate of when to retry is each caller's own (@Locked: recent holds; withLock: the lease left).
-      expect(response.body).toEqual({ ...reference.body, retryAfterMs: expect.any(Number) });
-      expect(response.body.retryAfterMs).toBeGreaterThan(0);
-      expect(response.headers['retry-after']).toBe(retryAfterOf(response));
-    }
-
-    const entries = logger.since(mark);
-    expect(entries.filter((entry) => entry.level === 'error')).toEqual([]);
-    // The @Locked route's error is logged by LockInterceptor alone; each of the others once, here.
-    expect(from(entries, 'LockInterceptor')).toEqual([{ level: 'debug', context: 'LockInterceptor', message: BUSY_LOG(key) }]);
-    expect(from(entries, MAPPER)).toEqual([
-      { level: 'debug', context: MAPPER, message: BUSY_LOG(key) },
-      { level: 'debug', context: MAPPER, message: BUSY_LOG(key) },
-    ]);
-  });
-
-  it('bad key: 400 with code LOCK_INVALID_KEY naming the value, no Retry-After; logged at debug only', async () => {
-    const mark = logger.entries.length;
-    const fromService = await post('/payments', {});
-    expect(fromService.status).toBe(400);
-    expect(fromService.headers['retry-after']).toBeUndefined();
-    expect(fromService.body).toEqual({
-      statusCode: 400,
-      error: 'Bad Request',
-      code: 'LOCK_INVALID_KEY',
-      message: BAD_KEY_MESSAGE('payment:{0}', '{0}'),
+    afterAll(async () => {
+      await http?.close();
+      await redis?.stop();
     });
 
-    const fromWithLock = await post('/with-lock', { key: '' });
-    expect(fromWithLock.status).toBe(400);
-    expect(fromWithLock.body).toEqual({
-      statusCode: 400,
-      error: 'Bad Request',
-      code: 'LOCK_INVALID_KEY',
-      message: expect.stringMatching(/^Invalid lock key "": /),
-    });
-    expect(logger.since(mark, 'error')).toEqual([]);
-    expect(from(logger.since(mark, 'debug'), MAPPER)).toHaveLength(2);
-  });
-
-  it('lost: 500 with code LOCK_LOST, logged once as an error', async () => {
-    const mark = logger.entries.length;
-    const response = await post('/lost', { key: `lost:${platform}` });
-    expect(response.status).toBe(500);
-    expect(response.body).toEqual({
-      statusCode: 500,
-      error: 'Internal Server Error',
-      code: 'LOCK_LOST',
-      message: `The lock on "lost:${platform}" was lost while the request ran.`,
-    });
-    expect(logger.since(mark, 'error')).toEqual([{ level: 'error', context: MAPPER, message: expect.stringMatching(/^Lock on "lost:.*" is lost: /) }]);
-  });
-
-  it("a misspelt per-call option (LockOptionsError, a programming error): Nest's bare 500, logged once as an error", async () => {
-    const mark = logger.entries.length;
-    const response = await post('/misspelt-option');
-    expect(response.status).toBe(500);
-    expect(response.body).toEqual({ statusCode: 500, message: 'Internal server error' });
-    expect(logger.since(mark, 'error')).toEqual([{ level: 'error', context: MAPPER, message: expect.stringContaining("Invalid lock option 'wiat'") }]);
-  });
-
-  describe('Redis down (the server killed)', () => {
-    afterAll(() => redis.restart());
-
-    it('503 with code LOCK_UNAVAILABLE, from the service method and from withLock; logged as a warning, not an error', async () => {
-      await redis.kill();
+    it('busy: a @Locked service method and withLock in a plain route answer 409 with Retry-After and the body of a @Locked route; logged once each, at debug', async () => {
+      const key = `payment:${platform}-1`;
+      const held = await locks.acquire(key);
       const mark = logger.entries.length;
-      for (const [response, key] of [
-        [await post('/payments', { id: `${platform}-down` }), `payment:${platform}-down`],
-        [await post('/with-lock', { key: `down:${platform}` }), `down:${platform}`],
-      ] as const) {
-        expect(response.status).toBe(503);
-        expect(response.headers['retry-after']).toBeUndefined();
-        expect(response.body).toEqual({
-          statusCode: 503,
-          error: 'Service Unavailable',
-          code: 'LOCK_UNAVAILABLE',
-          message: `Lock store unavailable for "${key}"; try again later.`,
-        });
+      const reference = await post(`/locked-payments/${platform}-1`);
+      const fromService = await post('/payments', { id: `${platform}-1` });
+      const fromWithLock = await post('/with-lock', { key });
+      await held.release();
+
+      expect(reference.status).toBe(409);
+      expect(reference.body).toEqual({
+        statusCode: 409,
+        error: 'Conflict',
+        code: 'LOCK_BUSY',
+        message: BUSY_MESSAGE(key),
+        keys: [key],
+        retryAfterMs: expect.any(Number),
+      });
+      for (const response of [fromService, fromWithLock]) {
+        expect(response.status).toBe(409);
+        // The estimate of when to retry is each caller's own (@Locked: recent holds; withLock: the lease left).
+        expect(response.body).toEqual({ ...reference.body, retryAfterMs: expect.any(Number) });
+        expect(response.body.retryAfterMs).toBeGreaterThan(0);
+        expect(response.headers['retry-after']).toBe(retryAfterOf(response));
       }
-      expect(logger.since(mark, 'error')).toEqual([]);
-      expect(from(logger.since(mark, 'warn'), MAPPER)).toHaveLength(2);
+
+      const entries = logger.since(mark);
+      expect(entries.filter((entry) => entry.level === 'error')).toEqual([]);
+      // The @Locked route's error is logged by LockInterceptor alone; each of the others once, here.
+      expect(from(entries, 'LockInterceptor')).toEqual([
+        { level: 'debug', context: 'LockInterceptor', message: BUSY_LOG(key) },
+      ]);
+      expect(from(entries, MAPPER)).toEqual([
+        { level: 'debug', context: MAPPER, message: BUSY_LOG(key) },
+        { level: 'debug', context: MAPPER, message: BUSY_LOG(key) },
+      ]);
     });
-  });
-});
+
+    it('bad key: 400 with code LOCK_INVALID_KEY naming the value, no Retry-After; logged at debug only', async () => {
+      const mark = logger.entries.length;
+      const fromService = await post('/payments', {});
+      expect(fromService.status).toBe(400);
+      expect(fromService.headers['retry-after']).toBeUndefined();
+      expect(fromService.body).toEqual({
+        statusCode: 400,
+        error: 'Bad Request',
+        code: 'LOCK_INVALID_KEY',
+        message: BAD_KEY_MESSAGE('payment:{0}', '{0}'),
+      });
+
+      const fromWithLock = await post('/with-lock', { key: '' });
+      expect(fromWithLock.status).toBe(400);
+      expect(fromWithLock.body).toEqual({
+        statusCode: 400,
+        error: 'Bad Request',
+        code: 'LOCK_INVALID_KEY',
+        message: expect.stringMatching(/^Invalid lock key "": /),
+      });
+      expect(logger.since(mark, 'error')).toEqual([]);
+      expect(from(logger.since(mark, 'debug'), MAPPER)).toHaveLength(2);
+    });
+
+    it('lost: 500 with code LOCK_LOST, logged once as an error', async () => {
+      const mark = logger.entries.length;
+      const response = await post('/lost', { key: `lost:${platform}` });
+      expect(response.status).toBe(500);
+      expect(response.body).toEqual({
+        statusCode: 500,
+        error: 'Internal Server Error',
+        code: 'LOCK_LOST',
+        message: `The lock on "lost:${platform}" was lost while the request ran.`,
+      });
+      expect(logger.since(mark, 'error')).toEqual([
+        { level: 'error', context: MAPPER, message: expect.stringMatching(/^Lock on "lost:.*" is lost: /) },
+      ]);
+    });
+
+    it("a misspelt per-call option (LockOptionsError, a programming error): Nest's bare 500, logged once as an error", async () => {
+      const mark = logger.entries.length;
+      const response = await post('/misspelt-option');
+      expect(response.status).toBe(500);
+      expect(response.body).toEqual({ statusCode: 500, message: 'Internal server error' });
+      expect(logger.since(mark, 'error')).toEqual([
+        { level: 'error', context: MAPPER, message: expect.stringContaining("Invalid lock option 'wiat'") },
+      ]);
+    });
+
+    describe('Redis down (the server killed)', () => {
+      afterAll(() => redis.restart());
+
+      it('503 with code LOCK_UNAVAILABLE, from the service method and from withLock; logged as a warning, not an error', async () => {
+        await redis.kill();
+        const mark = logger.entries.length;
+        for (const [response, key] of [
+          [await post('/payments', { id: `${platform}-down` }), `payment:${platform}-down`],
+          [await post('/with-lock', { key: `down:${platform}` }), `down:${platform}`],
+        ] as const) {
+          expect(response.status).toBe(503);
+          expect(response.headers['retry-after']).toBeUndefined();
+          expect(response.body).toEqual({
+            statusCode: 503,
+            error: 'Service Unavailable',
+            code: 'LOCK_UNAVAILABLE',
+            message: `Lock store unavailable for "${key}"; try again later.`,
+          });
+        }
+        expect(logger.since(mark, 'error')).toEqual([]);
+        expect(from(logger.since(mark, 'warn'), MAPPER)).toHaveLength(2);
+      });
+    });
+  },
+);
 
 /** A user's filter for busy locks, answering with its own status and body (any platform, through Nest's adapter). */
 function busyFilter(status: number, mine: string) {
@@ -279,7 +294,11 @@ describe("the application's own exception filters still win (Express, real Redis
   const logger = new RecordingLogger();
   const apps: HttpTransportApp[] = [];
 
-  async function start(scenario: ModuleMetadata, options: LockModuleOptions = {}, configure?: (app: HttpTransportApp['app']) => void) {
+  async function start(
+    scenario: ModuleMetadata,
+    options: LockModuleOptions = {},
+    configure?: (app: HttpTransportApp['app']) => void,
+  ) {
     const http = await startHttpApp('express', redis.url, scenario, logger, options, configure);
     apps.push(http);
     return http;
@@ -353,7 +372,10 @@ describe("the application's own exception filters still win (Express, real Redis
   });
 
   it('errorMapping: false turns the interceptor off: the error still answers 409 with its body, without Retry-After or a log line', async () => {
-    const http = await start({ controllers: [FilteredController], providers: [PaymentsService] }, { errorMapping: false });
+    const http = await start(
+      { controllers: [FilteredController], providers: [PaymentsService] },
+      { errorMapping: false },
+    );
     const mark = logger.entries.length;
     const response = await whileHeld(http, 'payment:unmapped', '/payments', { id: 'unmapped' });
     expect(response.status).toBe(409);
@@ -403,10 +425,20 @@ describe('a TCP microservice handler calling withLock on a busy key (real Client
     );
     await held.release();
     expect(answer).toEqual({
-      error: { status: 'error', code: 'LOCK_BUSY', message: BUSY_MESSAGE('rpc:busy'), keys: ['rpc:busy'], retryAfterMs: expect.any(Number) },
+      error: {
+        status: 'error',
+        code: 'LOCK_BUSY',
+        message: BUSY_MESSAGE('rpc:busy'),
+        keys: ['rpc:busy'],
+        retryAfterMs: expect.any(Number),
+      },
     });
     expect(logger.since(mark, 'error')).toEqual([]);
-    expect(logger.since(mark, 'debug')).toContainEqual({ level: 'debug', context: MAPPER, message: BUSY_LOG('rpc:busy') });
+    expect(logger.since(mark, 'debug')).toContainEqual({
+      level: 'debug',
+      context: MAPPER,
+      message: BUSY_LOG('rpc:busy'),
+    });
   });
 });
 
@@ -449,14 +481,22 @@ describe('a GraphQL resolver calling withLock on a busy key (Apollo, code-first;
     await held.release();
     expect(response.status).toBe(200);
     expect(response.body.data).toEqual({ capture: null });
-    const [{ message, path, extensions }] = response.body.errors as { message: string; path: string[]; extensions: object }[];
+    const [{ message, path, extensions }] = response.body.errors as {
+      message: string;
+      path: string[];
+      extensions: object;
+    }[];
     expect({ message, path, extensions }).toEqual({
       message: BUSY_MESSAGE('gql:busy'),
       path: ['capture'],
       extensions: { code: 'LOCK_BUSY', keys: ['gql:busy'], retryAfterMs: expect.any(Number) },
     });
     expect(logger.since(mark, 'error')).toEqual([]);
-    expect(logger.since(mark, 'debug')).toContainEqual({ level: 'debug', context: MAPPER, message: BUSY_LOG('gql:busy') });
+    expect(logger.since(mark, 'debug')).toContainEqual({
+      level: 'debug',
+      context: MAPPER,
+      message: BUSY_LOG('gql:busy'),
+    });
   });
 });
 
@@ -494,12 +534,23 @@ describe('a socket.io gateway handler calling withLock on a busy key (real socke
     const mark = logger.entries.length;
     const ack: unknown = await socket.timeout(10_000).emitWithAck('capture', { key: 'ws:busy' });
     await held.release();
-    const expected = { status: 'error', code: 'LOCK_BUSY', message: BUSY_MESSAGE('ws:busy'), keys: ['ws:busy'], retryAfterMs: expect.any(Number) };
+    const expected = {
+      status: 'error',
+      code: 'LOCK_BUSY',
+      message: BUSY_MESSAGE('ws:busy'),
+      keys: ['ws:busy'],
+      retryAfterMs: expect.any(Number),
+    };
     expect(ack).toEqual(expected);
     const deadline = performance.now() + 10_000;
-    while (exceptions.length === 0 && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    while (exceptions.length === 0 && performance.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 10));
     expect(exceptions).toEqual([expected]);
     expect(logger.since(mark, 'error')).toEqual([]);
-    expect(logger.since(mark, 'debug')).toContainEqual({ level: 'debug', context: MAPPER, message: BUSY_LOG('ws:busy') });
+    expect(logger.since(mark, 'debug')).toContainEqual({
+      level: 'debug',
+      context: MAPPER,
+      message: BUSY_LOG('ws:busy'),
+    });
   });
 });

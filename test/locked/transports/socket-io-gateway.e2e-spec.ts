@@ -20,8 +20,7 @@ import { connectSocket, RecordingLogger, startHttpApp, type HttpTransportApp } f
 const gates = new Gates();
 const ACK_TIMEOUT_MS = 10_000;
 /** What the client is told: not the advice about the 'wait' option, which only the developer can set. */
-const BUSY_MESSAGE = (key: string) =>
-  `Lock on "${key}" not acquired: held by another owner. Retry later.`;
+const BUSY_MESSAGE = (key: string) => `Lock on "${key}" not acquired: held by another owner. Retry later.`;
 /** What the log says (debug), the error's own message. */
 const BUSY_LOG = (key: string) =>
   `Lock on "${key}" not acquired: held by another owner. Retry later, or set the 'wait' option to queue for it.`;
@@ -72,7 +71,8 @@ describe('lock errors over a socket.io gateway (real socket.io client, real Redi
   const exceptions: unknown[] = [];
 
   /** The acknowledgement of one message (rejects only when none comes within ACK_TIMEOUT_MS). */
-  const emit = (event: 'pay' | 'capture' | 'refund', data: object): Promise<unknown> => socket.timeout(ACK_TIMEOUT_MS).emitWithAck(event, data);
+  const emit = (event: 'pay' | 'capture' | 'refund', data: object): Promise<unknown> =>
+    socket.timeout(ACK_TIMEOUT_MS).emitWithAck(event, data);
 
   async function whileHeld(gate: string, event: 'pay' | 'capture' | 'refund', data: object) {
     const held = emit(event, data);
@@ -85,13 +85,16 @@ describe('lock errors over a socket.io gateway (real socket.io client, real Redi
   /** The `exception` events received so far, once `count` have arrived. */
   async function exceptionEvents(count: number): Promise<unknown[]> {
     const deadline = performance.now() + ACK_TIMEOUT_MS;
-    while (exceptions.length < count && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    while (exceptions.length < count && performance.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 10));
     return exceptions.splice(0);
   }
 
   beforeAll(async () => {
     redis = await startRedis();
-    http = await startHttpApp('express', redis.url, { providers: [OrdersGateway, PaymentsService] }, logger, { errorMapping: false });
+    http = await startHttpApp('express', redis.url, { providers: [OrdersGateway, PaymentsService] }, logger, {
+      errorMapping: false,
+    });
     socket = await connectSocket(http.baseUrl);
     socket.on('exception', (body: unknown) => exceptions.push(body));
   });
@@ -120,7 +123,11 @@ describe('lock errors over a socket.io gateway (real socket.io client, real Redi
     expect((busy as { retryAfterMs: number }).retryAfterMs).toBeGreaterThan(0);
     expect(await exceptionEvents(1)).toEqual([expected]);
     expect(logger.since(mark, 'error')).toEqual([]);
-    expect(logger.since(mark, 'debug')).toContainEqual({ level: 'debug', context: 'LockInterceptor', message: BUSY_LOG('ws-order:1') });
+    expect(logger.since(mark, 'debug')).toContainEqual({
+      level: 'debug',
+      context: 'LockInterceptor',
+      message: BUSY_LOG('ws-order:1'),
+    });
   });
 
   it("onBusy: 'skip' on a busy key: the handler does not run and the ack is answered with nothing (not left waiting)", async () => {
@@ -135,7 +142,11 @@ describe('lock errors over a socket.io gateway (real socket.io client, real Redi
 
   it('a @Locked handler, bad key: the ack and the exception event carry code LOCK_INVALID_KEY naming the placeholder', async () => {
     const mark = logger.entries.length;
-    const expected = { status: 'error', code: 'LOCK_INVALID_KEY', message: BAD_KEY_MESSAGE('ws-order:{data.id}', '{data.id}') };
+    const expected = {
+      status: 'error',
+      code: 'LOCK_INVALID_KEY',
+      message: BAD_KEY_MESSAGE('ws-order:{data.id}', '{data.id}'),
+    };
     expect(await emit('pay', {})).toEqual(expected);
     expect(await exceptionEvents(1)).toEqual([expected]);
     expect(logger.since(mark, 'error')).toEqual([]);

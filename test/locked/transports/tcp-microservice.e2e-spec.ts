@@ -20,8 +20,7 @@ import { RecordingLogger, startTcpMicroservice, type TcpTransportApp } from '../
 const gates = new Gates();
 const shipped: (string | undefined)[] = [];
 /** What the client is told: not the advice about the 'wait' option, which only the developer can set. */
-const BUSY_MESSAGE = (key: string) =>
-  `Lock on "${key}" not acquired: held by another owner. Retry later.`;
+const BUSY_MESSAGE = (key: string) => `Lock on "${key}" not acquired: held by another owner. Retry later.`;
 /** What the log says (debug), the error's own message. */
 const BUSY_LOG = (key: string) =>
   `Lock on "${key}" not acquired: held by another owner. Retry later, or set the 'wait' option to queue for it.`;
@@ -88,7 +87,10 @@ describe('lock errors over a TCP microservice (real ClientProxy, real Redis)', (
     redis = await startRedis();
     tcp = await startTcpMicroservice(
       redis.url,
-      { controllers: [OrdersHandlers], providers: [PaymentsService, { provide: APP_FILTER, useClass: LockErrorFilter }] },
+      {
+        controllers: [OrdersHandlers],
+        providers: [PaymentsService, { provide: APP_FILTER, useClass: LockErrorFilter }],
+      },
       logger,
       { errorMapping: false },
     );
@@ -114,7 +116,11 @@ describe('lock errors over a TCP microservice (real ClientProxy, real Redis)', (
     });
     expect((busy.error as { retryAfterMs: number }).retryAfterMs).toBeGreaterThan(0);
     expect(logger.since(mark, 'error')).toEqual([]);
-    expect(logger.since(mark, 'debug')).toContainEqual({ level: 'debug', context: 'LockInterceptor', message: BUSY_LOG('rpc-order:1') });
+    expect(logger.since(mark, 'debug')).toContainEqual({
+      level: 'debug',
+      context: 'LockInterceptor',
+      message: BUSY_LOG('rpc-order:1'),
+    });
   });
 
   it('a @Locked event handler, busy: not run, and logged at debug, not as an ERROR', async () => {
@@ -123,13 +129,20 @@ describe('lock errors over a TCP microservice (real ClientProxy, real Redis)', (
     await gates.get('ship 1').reached();
     tcp.client.emit('ship', { id: '1' });
     const deadline = performance.now() + 5_000;
-    while (!logger.since(mark, 'debug').some((entry) => entry.message === BUSY_LOG('rpc-ship:1')) && performance.now() < deadline) {
+    while (
+      !logger.since(mark, 'debug').some((entry) => entry.message === BUSY_LOG('rpc-ship:1')) &&
+      performance.now() < deadline
+    ) {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     gates.get('ship 1').open();
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(shipped).toEqual(['1']);
-    expect(logger.since(mark, 'debug')).toContainEqual({ level: 'debug', context: 'LockInterceptor', message: BUSY_LOG('rpc-ship:1') });
+    expect(logger.since(mark, 'debug')).toContainEqual({
+      level: 'debug',
+      context: 'LockInterceptor',
+      message: BUSY_LOG('rpc-ship:1'),
+    });
     // Before: Nest 12 logged the RpcException of an event handler at ERROR (no reply stream to carry it).
     expect(logger.since(mark, 'error')).toEqual([]);
   });
@@ -137,7 +150,11 @@ describe('lock errors over a TCP microservice (real ClientProxy, real Redis)', (
   it('a @Locked handler, bad key: { status, code LOCK_INVALID_KEY, message } naming the placeholder', async () => {
     const mark = logger.entries.length;
     expect(await send('pay', {})).toEqual({
-      error: { status: 'error', code: 'LOCK_INVALID_KEY', message: BAD_KEY_MESSAGE('rpc-order:{data.id}', '{data.id}') },
+      error: {
+        status: 'error',
+        code: 'LOCK_INVALID_KEY',
+        message: BAD_KEY_MESSAGE('rpc-order:{data.id}', '{data.id}'),
+      },
     });
     expect(logger.since(mark, 'error')).toEqual([]);
   });
@@ -176,7 +193,7 @@ describe('lock errors over a TCP microservice (real ClientProxy, real Redis)', (
             status: 'error',
             code: 'LOCK_UNAVAILABLE',
             // The store's detail (host, port, driver error) stays in the server's log.
-          message: `Lock store unavailable for "${key}"; try again later.`,
+            message: `Lock store unavailable for "${key}"; try again later.`,
           },
         });
       }

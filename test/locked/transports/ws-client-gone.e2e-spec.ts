@@ -64,7 +64,11 @@ describe('a waiting @Locked gateway message whose socket.io client disconnects',
       leaverSocket.disconnect();
       // The waiter leaves the key's queue without the holder releasing anything.
       const names = [new LockKeyNamer('lock:').names(`ws-report:${id}`)];
-      await eventually(async () => !locks.store.hasWaiters(names), 5_000, 'the disconnected client\'s message stopped waiting');
+      await eventually(
+        async () => !locks.store.hasWaiters(names),
+        5_000,
+        "the disconnected client's message stopped waiting",
+      );
 
       gates.get(`report ${id}`).open();
       expect(await held).toEqual({ rebuilt: id });

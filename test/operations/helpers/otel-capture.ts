@@ -6,7 +6,12 @@ import {
   MetricReader,
   type MetricData,
 } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 
 /** A reader collected on demand (no timer): the test asks for the metrics when it wants to check them. */
 class OnDemandReader extends MetricReader {
@@ -36,7 +41,8 @@ export function captureOtel(): OtelCapture {
     metrics: async () => {
       const { resourceMetrics } = await reader.collect();
       const byName = new Map<string, MetricData>();
-      for (const scope of resourceMetrics.scopeMetrics) for (const metric of scope.metrics) byName.set(metric.descriptor.name, metric);
+      for (const scope of resourceMetrics.scopeMetrics)
+        for (const metric of scope.metrics) byName.set(metric.descriptor.name, metric);
       return byName;
     },
     spans: () => exporter.getFinishedSpans(),

@@ -4,7 +4,12 @@ import { randomBytes } from 'node:crypto';
 import type { LockKeyNames, RedlockNode } from '../../../lib';
 import { LockKeyNamer } from '../../../lib/keys';
 import { RedlockLockStore } from '../../../lib/stores/redlock/redlock-lock.store';
-import { CLIENT_FAMILIES, CLIENT_FAMILY_NAMES, type ClientFamilyName, type LentClient } from '../../support/client-families';
+import {
+  CLIENT_FAMILIES,
+  CLIENT_FAMILY_NAMES,
+  type ClientFamilyName,
+  type LentClient,
+} from '../../support/client-families';
 import { type RedisProcess, startRedisServers } from '../../support/redis-server';
 
 /**
@@ -17,7 +22,9 @@ export const REDLOCK_CLIENT_FAMILY = redlockClientFamily(process.env.LOCK_TEST_R
 function redlockClientFamily(name: string | undefined): ClientFamilyName | undefined {
   if (!name) return undefined;
   if (!(CLIENT_FAMILY_NAMES as readonly string[]).includes(name)) {
-    throw new Error(`LOCK_TEST_REDLOCK_CLIENT=${name} is not a client family (known: ${CLIENT_FAMILY_NAMES.join(', ')})`);
+    throw new Error(
+      `LOCK_TEST_REDLOCK_CLIENT=${name} is not a client family (known: ${CLIENT_FAMILY_NAMES.join(', ')})`,
+    );
   }
   return name as ClientFamilyName;
 }

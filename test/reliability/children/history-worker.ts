@@ -65,7 +65,8 @@ runChild(async () => {
     while (performance.now() < deadline && started < config.maxCycles) {
       started++;
       try {
-        if (config.locked) await locks.withLock(config.lockKey, (lock) => criticalSection(lock.fence, index, lock.signal));
+        if (config.locked)
+          await locks.withLock(config.lockKey, (lock) => criticalSection(lock.fence, index, lock.signal));
         else await criticalSection(0, index);
       } catch (error) {
         if (error instanceof LockNotAcquiredError) report.busy++;

@@ -76,9 +76,22 @@ async function runOnce(config: PrimitivesHistoryConfig): Promise<void> {
   const report = { completed: { semaphore: 0, read: 0, write: 0 }, busy: 0, lostInside: 0, errors: [] as string[] };
 
   /** One critical section on `lockKey`, as `kind`, held for about `holdMs`. */
-  const criticalSection = async (lockKey: string, attempt: string, kind: HolderKind, lock: Lock | undefined, holdMs: number): Promise<void> => {
+  const criticalSection = async (
+    lockKey: string,
+    attempt: string,
+    kind: HolderKind,
+    lock: Lock | undefined,
+    holdMs: number,
+  ): Promise<void> => {
     const counter = insideKeys(lockKey, kind);
-    await data.eval(ENTER_SCRIPT, 3, counter.inside, counter.max, eventsKey(lockKey), enterEvent(attempt, kind, lock?.fence ?? 0));
+    await data.eval(
+      ENTER_SCRIPT,
+      3,
+      counter.inside,
+      counter.max,
+      eventsKey(lockKey),
+      enterEvent(attempt, kind, lock?.fence ?? 0),
+    );
     // A pause of 0..holdMs ms: long enough for others to come in beside this holder, if they may.
     await sleep(Math.floor(Math.random() * (holdMs + 1)));
     await data.eval(EXIT_SCRIPT, 2, counter.inside, eventsKey(lockKey), exitEvent(attempt, kind));
@@ -96,7 +109,8 @@ async function runOnce(config: PrimitivesHistoryConfig): Promise<void> {
       const attempt = `${config.processIndex}.${worker}.${cycle}`;
       try {
         await data.rpush(eventsKey(lockKey), callEvent(attempt));
-        if (config.locked) await locks.withLock(lockKey, (lock) => criticalSection(lockKey, attempt, kind, lock, holdMs), options);
+        if (config.locked)
+          await locks.withLock(lockKey, (lock) => criticalSection(lockKey, attempt, kind, lock, holdMs), options);
         else await criticalSection(lockKey, attempt, kind, undefined, holdMs);
         if (kind === 'permit') report.completed.semaphore++;
         else report.completed[kind]++;
@@ -109,9 +123,13 @@ async function runOnce(config: PrimitivesHistoryConfig): Promise<void> {
 
   const { semaphore, readWrite } = config;
   await Promise.all([
-    ...Array.from({ length: semaphore.workers }, (_, i) => worker(semaphore.key, `s${i}`, 'permit', 3, { limit: semaphore.limit })),
+    ...Array.from({ length: semaphore.workers }, (_, i) =>
+      worker(semaphore.key, `s${i}`, 'permit', 3, { limit: semaphore.limit }),
+    ),
     // Writers hold briefly; readers longer, so that they overlap one another.
-    ...Array.from({ length: readWrite.writers }, (_, i) => worker(readWrite.key, `w${i}`, 'write', 2, { mode: 'write' })),
+    ...Array.from({ length: readWrite.writers }, (_, i) =>
+      worker(readWrite.key, `w${i}`, 'write', 2, { mode: 'write' }),
+    ),
     ...Array.from({ length: readWrite.readers }, (_, i) => worker(readWrite.key, `r${i}`, 'read', 4, { mode: 'read' })),
   ]);
 

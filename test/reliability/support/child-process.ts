@@ -29,7 +29,11 @@ export interface StartChildOptions {
 export class ChildScript {
   readonly exited: Promise<ChildExit>;
   private readonly inbox: ChildMessage[] = [];
-  private readonly waiters = new Set<{ type: string; resolve(message: ChildMessage): void; reject(error: Error): void }>();
+  private readonly waiters = new Set<{
+    type: string;
+    resolve(message: ChildMessage): void;
+    reject(error: Error): void;
+  }>();
   private readonly faults: FaultMessage[] = [];
   private log = '';
   private exit: ChildExit | undefined;
@@ -95,7 +99,8 @@ export class ChildScript {
     const index = this.inbox.findIndex((message) => message.type === type);
     if (index >= 0) return Promise.resolve(this.inbox.splice(index, 1)[0] as T);
     if (this.faults.length > 0) return Promise.reject(this.failure(`reported a fault`));
-    if (this.exit) return Promise.reject(this.failure(`had exited (code ${this.exit.code}, signal ${this.exit.signal})`));
+    if (this.exit)
+      return Promise.reject(this.failure(`had exited (code ${this.exit.code}, signal ${this.exit.signal})`));
     return new Promise<T>((resolve, reject) => {
       const waiter = {
         type,

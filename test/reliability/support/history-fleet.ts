@@ -24,7 +24,9 @@ export function historyServers(): HistoryServers {
   });
   afterAll(async () => {
     started.dataClient?.disconnect();
-    await Promise.all([started.data, ...started.servers].filter((server) => server !== undefined).map((server) => server.stop()));
+    await Promise.all(
+      [started.data, ...started.servers].filter((server) => server !== undefined).map((server) => server.stop()),
+    );
   });
   return {
     get data() {
@@ -75,7 +77,8 @@ export function workerFleet(script: string, count: number): WorkerFleet {
   });
   return {
     runAll: async <Report extends ChildMessage>(configs: readonly unknown[], stepTimeoutMs: number) => {
-      if (configs.length !== children.length) throw new Error(`${configs.length} configs for ${children.length} children`);
+      if (configs.length !== children.length)
+        throw new Error(`${configs.length} configs for ${children.length} children`);
       children.forEach((child, index) => child.send({ type: 'run', config: configs[index] } as ChildMessage));
       await Promise.all(children.map((child) => child.next('ready', stepTimeoutMs)));
       for (const child of children) child.send({ type: 'go' });

@@ -69,7 +69,12 @@ export async function runLoad(plan: LoadPlan): Promise<LoadResult> {
     setupRequest: (built, context) => {
       const next = plan.next();
       context.request = next;
-      return { ...built, method: next.method, path: next.path, body: next.body === undefined ? undefined : JSON.stringify(next.body) };
+      return {
+        ...built,
+        method: next.method,
+        path: next.path,
+        body: next.body === undefined ? undefined : JSON.stringify(next.body),
+      };
     },
     onResponse: (status, _body, context) => plan.answered?.(status, context.request as LoadRequest),
   };

@@ -96,12 +96,16 @@ export function checkPrimitivesHistory(entries: readonly string[], rule: History
       note(`${event.attempt} entered without being called, or twice`);
     } else if (!(event.fence > greatestBeforeCall)) {
       fenceInversions++;
-      note(`${event.attempt} (${event.kind}) got fence ${event.fence}, asked after fence ${greatestBeforeCall} was granted`);
+      note(
+        `${event.attempt} (${event.kind}) got fence ${event.fence}, asked after fence ${greatestBeforeCall} was granted`,
+      );
     }
     const sameFence = grantedFence.get(event.fence);
     if (sameFence !== undefined) {
       repeatedFences++;
-      note(`${event.attempt} (${event.kind}) got fence ${event.fence}, already granted to ${sameFence}${inside.has(sameFence) ? ' (still inside)' : ''}`);
+      note(
+        `${event.attempt} (${event.kind}) got fence ${event.fence}, already granted to ${sameFence}${inside.has(sameFence) ? ' (still inside)' : ''}`,
+      );
     }
     grantedFence.set(event.fence, event.attempt);
     greatestGrantedFence = Math.max(greatestGrantedFence, event.fence);
@@ -114,7 +118,9 @@ export function checkPrimitivesHistory(entries: readonly string[], rule: History
       if (event.kind === 'permit') malformed++;
       if (event.kind === 'write' ? inside.size > 0 : count('write') > 0) {
         writerOverlaps++;
-        note(`${event.attempt} (${event.kind}) entered beside ${[...inside].map(([attempt, kind]) => `${attempt} (${kind})`).join(', ')}`);
+        note(
+          `${event.attempt} (${event.kind}) entered beside ${[...inside].map(([attempt, kind]) => `${attempt} (${kind})`).join(', ')}`,
+        );
       }
     } else if (event.kind !== 'permit') malformed++;
     inside.set(event.attempt, event.kind);

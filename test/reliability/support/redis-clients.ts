@@ -16,7 +16,15 @@ export async function clientList(server: RedisProcess): Promise<ClientInfo[]> {
   return text
     .trim()
     .split('\n')
-    .map((line) => Object.fromEntries(line.trim().split(' ').map((field) => field.split('=', 2))) as Record<string, string>)
+    .map(
+      (line) =>
+        Object.fromEntries(
+          line
+            .trim()
+            .split(' ')
+            .map((field) => field.split('=', 2)),
+        ) as Record<string, string>,
+    )
     .filter((fields) => fields.cmd !== 'client|list')
     .map((fields) => ({ id: fields.id, addr: fields.addr, sub: Number(fields.sub), cmd: fields.cmd }));
 }

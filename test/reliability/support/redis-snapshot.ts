@@ -26,7 +26,8 @@ export class RedisSnapshot {
     for (const [key, value] of after) {
       const old = before.get(key);
       if (old === undefined && !allowedNew.test(key)) changes.push(`+ ${key} ${value}`);
-      else if (old !== undefined && old !== value && !FENCE_COUNTER.test(key)) changes.push(`~ ${key} ${old} → ${value}`);
+      else if (old !== undefined && old !== value && !FENCE_COUNTER.test(key))
+        changes.push(`~ ${key} ${old} → ${value}`);
     }
     for (const key of before.keys()) if (!after.has(key)) changes.push(`- ${key}`);
     return changes.sort();

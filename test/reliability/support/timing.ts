@@ -12,7 +12,11 @@ export async function rejectionOf(promise: Promise<unknown>): Promise<{ error: u
 }
 
 /** Retries `attempt` while it rejects with an error of `retryOn`, until `withinMs` has passed. */
-export async function retryWhile<T>(retryOn: new (...args: never[]) => Error, attempt: () => Promise<T>, withinMs: number): Promise<T> {
+export async function retryWhile<T>(
+  retryOn: new (...args: never[]) => Error,
+  attempt: () => Promise<T>,
+  withinMs: number,
+): Promise<T> {
   const deadline = performance.now() + withinMs;
   for (;;) {
     try {

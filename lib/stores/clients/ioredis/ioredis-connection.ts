@@ -89,7 +89,10 @@ export function createIoredis(connection: string | RedisOptions): Redis {
  * pending subscriptions. On a Cluster only the Cluster's own options are overridden (its per-node options,
  * TLS and auth among them, would be replaced whole); its commands are prefixed by the Cluster's keyPrefix only.
  */
-export function duplicateIoredis(connection: IoredisConnection, { subscriber = false }: { readonly subscriber?: boolean } = {}): IoredisConnection {
+export function duplicateIoredis(
+  connection: IoredisConnection,
+  { subscriber = false }: { readonly subscriber?: boolean } = {},
+): IoredisConnection {
   if (connection.isCluster === true) {
     return (connection as unknown as ClusterDuplicate).duplicate([], {
       lazyConnect: true,

@@ -26,7 +26,12 @@ export interface InternalsFound {
 }
 
 /** What a connection offers when none of the internals is there: ioredis' public API only. */
-export const PUBLIC_API_ONLY: InternalsFound = Object.freeze({ ownCommands: false, readyCheck: false, commandQueue: false, stream: false });
+export const PUBLIC_API_ONLY: InternalsFound = Object.freeze({
+  ownCommands: false,
+  readyCheck: false,
+  commandQueue: false,
+  stream: false,
+});
 
 /** A socket that can hold writes back (Node's Writable#cork and #uncork). */
 export interface Corkable {
@@ -101,7 +106,10 @@ export class IoredisInternals {
    * (ioredis' queue of sent commands); a connection without one is presumed busy.
    */
   nothingInFlight(): boolean {
-    return this.found.commandQueue && (this.connection as unknown as { commandQueue: { readonly length: number } }).commandQueue.length === 0;
+    return (
+      this.found.commandQueue &&
+      (this.connection as unknown as { commandQueue: { readonly length: number } }).commandQueue.length === 0
+    );
   }
 
   /** The connection's socket when it can be corked (absent before connecting, and on a Cluster). */
@@ -111,7 +119,10 @@ export class IoredisInternals {
     if (stream !== this.lastStream) {
       this.lastStream = stream;
       const candidate = stream as Partial<Corkable> | undefined;
-      this.lastCorkable = typeof candidate?.cork === 'function' && typeof candidate.uncork === 'function' ? (candidate as Corkable) : undefined;
+      this.lastCorkable =
+        typeof candidate?.cork === 'function' && typeof candidate.uncork === 'function'
+          ? (candidate as Corkable)
+          : undefined;
     }
     return this.lastCorkable;
   }
@@ -132,7 +143,10 @@ let commandProtocol: boolean | undefined;
 
 /** ioredis writes a command by asking it for its bytes for the socket: Command#toWritable(socket). */
 function commandProtocolFound(): boolean {
-  commandProtocol ??= typeof Command === 'function' && typeof Command.prototype.toWritable === 'function' && Command.prototype.toWritable.length >= 1;
+  commandProtocol ??=
+    typeof Command === 'function' &&
+    typeof Command.prototype.toWritable === 'function' &&
+    Command.prototype.toWritable.length >= 1;
   return commandProtocol;
 }
 

@@ -84,7 +84,12 @@ export class IoredisLockClient implements LockClient {
     return this.connection.isCluster === true;
   }
 
-  runScript(script: LockScript, keys: readonly string[], args: readonly RedisArgument[], timeoutMs?: number): Promise<unknown> {
+  runScript(
+    script: LockScript,
+    keys: readonly string[],
+    args: readonly RedisArgument[],
+    timeoutMs?: number,
+  ): Promise<unknown> {
     if (this.tickBatch) return this.tickBatch.run(script, keys, args, timeoutMs);
     if (!this.defined.has(script.name)) {
       this.connection.defineCommand(script.name, { lua: script.lua });
@@ -113,7 +118,8 @@ export class IoredisLockClient implements LockClient {
       this.tickBatch?.flush();
       const pipeline = this.connection.pipeline();
       if (!byHash) pipeline.eval(script.lua, keys.length, ...keys, ...args);
-      else if (!this.sender?.queueOnPipeline(pipeline, script, keys, args)) pipeline.evalsha(script.sha, keys.length, ...keys, ...args);
+      else if (!this.sender?.queueOnPipeline(pipeline, script, keys, args))
+        pipeline.evalsha(script.sha, keys.length, ...keys, ...args);
       pipeline.call('WAIT', replicas, timeoutMs);
       this.writes.beforeWrite();
       return (await pipeline.exec()) ?? [];

@@ -14,7 +14,9 @@ import type { DeadlineBucket, Expirable } from '../../../util/with-timeout';
  * as nil: a nil would end the array there), or the error it raised.
  */
 function batchLua(scripts: readonly LockScript[]): string {
-  const functions = scripts.map((script) => `[${script.batchIndex}] = function(KEYS, ARGV)\n${script.lua}\nend`).join(',\n');
+  const functions = scripts
+    .map((script) => `[${script.batchIndex}] = function(KEYS, ARGV)\n${script.lua}\nend`)
+    .join(',\n');
   return `local scripts = {
 ${functions}
 }

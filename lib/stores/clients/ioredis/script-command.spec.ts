@@ -5,7 +5,7 @@ import { lockScript } from '../lock-script';
 
 const SCRIPT = lockScript('specScript', 'return KEYS[1]');
 const OTHER = lockScript('specOther', 'return ARGV[1]');
-const MULTIBYTE = lockScript('specMultibyte', "-- ключ, ü: bytes, not characters\nreturn 1");
+const MULTIBYTE = lockScript('specMultibyte', '-- ключ, ü: bytes, not characters\nreturn 1');
 
 /** Per-socket record of sent scripts, as IoredisLockClient keeps it. */
 function scriptsSent(): ScriptsSent {
@@ -37,7 +37,13 @@ function bytesOf(writable: string | Buffer): Buffer {
   return Buffer.isBuffer(writable) ? writable : Buffer.from(writable, 'utf8');
 }
 
-function write(script: typeof SCRIPT, sent: ScriptsSent, socket: object, keys: string[], args: (string | number)[]): Buffer {
+function write(
+  script: typeof SCRIPT,
+  sent: ScriptsSent,
+  socket: object,
+  keys: string[],
+  args: (string | number)[],
+): Buffer {
   return bytesOf(new ScriptCommand(script, sent, keys, args, 1000).toWritable(socket));
 }
 
@@ -50,18 +56,26 @@ describe('ScriptCommand', () => {
     const sent = scriptsSent();
     const socket = {};
     const first = new ScriptCommand(SCRIPT, sent, ['lock:{k}', 'lock:{k}:fence'], ['tök-1', 30000], 1000);
-    expect(bytesOf(first.toWritable(socket)).equals(ioredisBytes('eval', [SCRIPT.lua, '2', 'lock:{k}', 'lock:{k}:fence', 'tök-1', '30000']))).toBe(true);
+    expect(
+      bytesOf(first.toWritable(socket)).equals(
+        ioredisBytes('eval', [SCRIPT.lua, '2', 'lock:{k}', 'lock:{k}:fence', 'tök-1', '30000']),
+      ),
+    ).toBe(true);
     expect(first.name).toBe('eval');
     // The arguments ioredis reports (in errors, logs) are the call's, whatever was written.
     expect(first.args).toEqual([SCRIPT.sha, '2', 'lock:{k}', 'lock:{k}:fence', 'tök-1', '30000']);
 
     // The same command written again on a socket that has the script (a resend): EVALSHA, and named so.
     const warm = warmSocket(sent, SCRIPT);
-    expect(bytesOf(first.toWritable(warm)).equals(evalsha(SCRIPT, ['lock:{k}', 'lock:{k}:fence'], ['tök-1', 30000]))).toBe(true);
+    expect(
+      bytesOf(first.toWritable(warm)).equals(evalsha(SCRIPT, ['lock:{k}', 'lock:{k}:fence'], ['tök-1', 30000])),
+    ).toBe(true);
     expect(first.name).toBe('evalsha');
 
     const second = new ScriptCommand(SCRIPT, sent, ['lock:{k}', 'lock:{k}:fence'], ['tök-2', 30000], 1000);
-    expect(bytesOf(second.toWritable(socket)).equals(evalsha(SCRIPT, ['lock:{k}', 'lock:{k}:fence'], ['tök-2', 30000]))).toBe(true);
+    expect(
+      bytesOf(second.toWritable(socket)).equals(evalsha(SCRIPT, ['lock:{k}', 'lock:{k}:fence'], ['tök-2', 30000])),
+    ).toBe(true);
     // Written again on a new socket (a reconnect): the script goes in full again.
     expect(bytesOf(second.toWritable({})).includes(SCRIPT.lua)).toBe(true);
   });
@@ -77,7 +91,9 @@ describe('ScriptCommand', () => {
     expect(Buffer.isBuffer(round[2])).toBe(true);
     expect(round[3]).toBe(round[2]);
     for (const written of [round[0], round[2]]) expect(bytesOf(written).equals(evalsha(SCRIPT, keys, args))).toBe(true);
-    expect(bytesOf(round[1]).equals(ioredisBytes('eval', [SCRIPT.lua, '1', 'lock:{a}', 'token-a', '10000']))).toBe(true);
+    expect(bytesOf(round[1]).equals(ioredisBytes('eval', [SCRIPT.lua, '1', 'lock:{a}', 'token-a', '10000']))).toBe(
+      true,
+    );
     expect(commands.map((command) => command.name)).toEqual(['evalsha', 'eval', 'evalsha', 'evalsha']);
     // The EVAL of node 1 left the call's arguments as they were, for it and for its siblings.
     for (const command of commands) expect(command.args).toEqual([SCRIPT.sha, '1', 'lock:{a}', 'token-a', '10000']);
@@ -115,7 +131,9 @@ describe('ScriptCommand', () => {
     command.toWritable(socket);
     // As a log redactor might, on error.command.args of a failed command.
     command.args[2] = 'REDACTED';
-    expect(write(SCRIPT, sent, socket, ['REDACTED'], ['token']).equals(evalsha(SCRIPT, ['REDACTED'], ['token']))).toBe(true);
+    expect(write(SCRIPT, sent, socket, ['REDACTED'], ['token']).equals(evalsha(SCRIPT, ['REDACTED'], ['token']))).toBe(
+      true,
+    );
   });
 
   it('counts bytes, not characters, in every length: long values, many arguments, multi-byte text', () => {

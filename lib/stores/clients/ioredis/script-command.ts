@@ -110,7 +110,13 @@ Object.defineProperty(ScriptCommand.prototype, 'args', {
 function wireFor(script: LockScript, keys: readonly string[], args: readonly RedisArgument[]): ScriptCallWire {
   const last = lastWire;
   if (last?.script === script && last.keyCount === keys.length && sameCall(last.strings, keys, args)) return last;
-  const wire: ScriptCallWire = { script, keyCount: keys.length, strings: commandArguments(script.sha, keys, args), evalsha: undefined, evalshaBytes: undefined };
+  const wire: ScriptCallWire = {
+    script,
+    keyCount: keys.length,
+    strings: commandArguments(script.sha, keys, args),
+    evalsha: undefined,
+    evalshaBytes: undefined,
+  };
   lastWire = wire;
   return wire;
 }

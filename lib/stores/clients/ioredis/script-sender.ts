@@ -50,7 +50,13 @@ export class ScriptSender {
    * connection is always sent the script first): every socket is then presumed to have lost every script,
    * and the command is sent again once (unless `onNoScript` is 'fail'), in full, within what is left of its timeout.
    */
-  send(script: LockScript, keys: readonly string[], args: readonly RedisArgument[], timeoutMs: number | undefined, onNoScript: OnNoScript = 'resend'): Promise<unknown> {
+  send(
+    script: LockScript,
+    keys: readonly string[],
+    args: readonly RedisArgument[],
+    timeoutMs: number | undefined,
+    onNoScript: OnNoScript = 'resend',
+  ): Promise<unknown> {
     this.writes.beforeWrite();
     const sentAt = performance.now();
     const command = new ScriptCommand(script, this.sentScripts, keys, args, timeoutMs ?? Infinity);
@@ -78,12 +84,22 @@ export class ScriptSender {
   /** Sends one call of the batch script (see script-batch.ts), without a deadline: each call has its own. */
   sendBatch(keys: readonly string[], args: readonly RedisArgument[]): Promise<unknown> {
     this.writes.beforeWrite();
-    return this.connection.sendCommand(new ScriptCommand(batchScript(), this.sentScripts, keys, args, Infinity)) as Promise<unknown>;
+    return this.connection.sendCommand(
+      new ScriptCommand(batchScript(), this.sentScripts, keys, args, Infinity),
+    ) as Promise<unknown>;
   }
 
   /** Queues `script` on a pipeline as a ScriptCommand (see IoredisInternals.queueOnPipeline); false when it cannot. */
-  queueOnPipeline(pipeline: IoredisPipeline, script: LockScript, keys: readonly string[], args: readonly RedisArgument[]): boolean {
-    return this.internals.queueOnPipeline(pipeline, (): Command => new ScriptCommand(script, this.sentScripts, keys, args, Infinity));
+  queueOnPipeline(
+    pipeline: IoredisPipeline,
+    script: LockScript,
+    keys: readonly string[],
+    args: readonly RedisArgument[],
+  ): boolean {
+    return this.internals.queueOnPipeline(
+      pipeline,
+      (): Command => new ScriptCommand(script, this.sentScripts, keys, args, Infinity),
+    );
   }
 }
 

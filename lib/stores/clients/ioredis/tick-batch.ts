@@ -48,7 +48,8 @@ export class TickBatch {
    */
   readServerInfo(connection: IoredisConnection, internals: IoredisInternals): void {
     const reading = internals.readServerInfo((error, info) => {
-      this.batches = !this.batchesRefused && error == null && typeof info === 'object' && info !== null && fitsBatches(info);
+      this.batches =
+        !this.batchesRefused && error == null && typeof info === 'object' && info !== null && fitsBatches(info);
     });
     if (!reading) return;
     // Until the next ready check, no batches: calls made while the connection is down wait in ioredis' offline
@@ -59,7 +60,12 @@ export class TickBatch {
     });
   }
 
-  run(script: LockScript, keys: readonly string[], args: readonly RedisArgument[], timeoutMs: number | undefined): Promise<unknown> {
+  run(
+    script: LockScript,
+    keys: readonly string[],
+    args: readonly RedisArgument[],
+    timeoutMs: number | undefined,
+  ): Promise<unknown> {
     if (!this.tickOpen) {
       this.tickOpen = true;
       process.nextTick(this.endTick);
@@ -73,7 +79,12 @@ export class TickBatch {
   }
 
   /** Queues a call for this tick's batch, its deadline armed now, as a command's is when it is sent. */
-  private queue(script: LockScript, keys: readonly string[], args: readonly RedisArgument[], timeoutMs: number | undefined): Promise<unknown> {
+  private queue(
+    script: LockScript,
+    keys: readonly string[],
+    args: readonly RedisArgument[],
+    timeoutMs: number | undefined,
+  ): Promise<unknown> {
     const call = new BatchedCall(script, keys, args, timeoutMs ?? Infinity);
     if (timeoutMs !== undefined) call.deadline = expireAfter(call);
     this.batched.push(call);
@@ -117,7 +128,9 @@ export class TickBatch {
   /** Each call settled by its own reply in the batch's. */
   private answered(calls: readonly BatchedCall[], reply: unknown): void {
     if (!Array.isArray(reply) || reply.length !== calls.length) {
-      const error = new Error(`batch of ${calls.length} script calls answered ${Array.isArray(reply) ? reply.length : typeof reply} replies`);
+      const error = new Error(
+        `batch of ${calls.length} script calls answered ${Array.isArray(reply) ? reply.length : typeof reply} replies`,
+      );
       for (const call of calls) call.fail(error);
       return;
     }
@@ -143,7 +156,9 @@ export class TickBatch {
     } else if (!this.batchesRefused) {
       this.batchesRefused = true;
       this.batches = false;
-      this.logger.warn(`Redis ${this.label}: a batch of script calls was refused (${safeMessage(error)}); sending each call on its own from now on`);
+      this.logger.warn(
+        `Redis ${this.label}: a batch of script calls was refused (${safeMessage(error)}); sending each call on its own from now on`,
+      );
     }
     // In the order they were made, each with what is left of its time.
     for (const call of calls) {

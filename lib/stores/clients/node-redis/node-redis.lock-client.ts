@@ -116,12 +116,21 @@ export class NodeRedisLockClient implements LockClient {
     connection.on('node-reconnecting', () => this.scriptsSent.clear());
   }
 
-  runScript(script: LockScript, keys: readonly string[], args: readonly RedisArgument[], timeoutMs?: number): Promise<unknown> {
+  runScript(
+    script: LockScript,
+    keys: readonly string[],
+    args: readonly RedisArgument[],
+    timeoutMs?: number,
+  ): Promise<unknown> {
     const reply = this.runScriptUnbounded(script, keys, args);
     return timeoutMs === undefined ? reply : withTimeout(reply, timeoutMs);
   }
 
-  private async runScriptUnbounded(script: LockScript, keys: readonly string[], args: readonly RedisArgument[]): Promise<unknown> {
+  private async runScriptUnbounded(
+    script: LockScript,
+    keys: readonly string[],
+    args: readonly RedisArgument[],
+  ): Promise<unknown> {
     const command = this.scriptCommandFor(script, keys, args);
     try {
       return await this.send(keys[0], command);
@@ -275,7 +284,12 @@ export function duplicateNodeRedis(connection: NodeRedisConnection): NodeRedisCo
   return connection.options?.legacyMode ? connection.duplicate({ legacyMode: false }) : connection.duplicate();
 }
 
-function scriptCommand(command: 'EVALSHA' | 'EVAL', script: string, keys: readonly string[], args: readonly RedisArgument[]): string[] {
+function scriptCommand(
+  command: 'EVALSHA' | 'EVAL',
+  script: string,
+  keys: readonly string[],
+  args: readonly RedisArgument[],
+): string[] {
   // node-redis accepts only strings (and buffers) as arguments.
   return [command, script, String(keys.length), ...keys, ...args.map(String)];
 }

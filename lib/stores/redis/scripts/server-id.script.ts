@@ -10,4 +10,9 @@ return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or ''
 `;
 
 /** Not made with lockScript(): asked of Redlock nodes only, never in a batch (batchIndex 0 is never batched). */
-export const SERVER_ID: LockScript = { name: 'nestLockServerId', lua: SERVER_ID_SCRIPT, sha: sha1(SERVER_ID_SCRIPT), batchIndex: 0 };
+export const SERVER_ID: LockScript = {
+  name: 'nestLockServerId',
+  lua: SERVER_ID_SCRIPT,
+  sha: sha1(SERVER_ID_SCRIPT),
+  batchIndex: 0,
+};
