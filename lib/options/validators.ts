@@ -60,16 +60,13 @@ export function holdBounds(maxHold: number, minHold: number): { maxHold: number;
   return { maxHold, minHold };
 }
 
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+
 /** A non-empty printable string: it is shown in logs and metrics, and stored in Redis with each lease. */
 export function printableName(option: string, value: unknown, maxLength: number): string {
   // Control characters would garble log lines and metric labels.
-  // eslint-disable-next-line no-control-regex -- matching control characters is the point
-  if (
-    typeof value !== 'string' ||
-    value.length === 0 ||
-    value.length > maxLength ||
-    /[\u0000-\u001f\u007f]/.test(value)
-  ) {
+  if (typeof value !== 'string' || value.length === 0 || value.length > maxLength || CONTROL_CHARACTER.test(value)) {
     throw new LockOptionsError(option, value, `a non-empty string of at most ${maxLength} printable characters`);
   }
   return value;

@@ -6,8 +6,11 @@
  * the signal aborts, by timer or by such a read.
  */
 
+// The prototype's own getters, called with a signal as `this` below.
+/* eslint-disable @typescript-eslint/unbound-method */
 const NATIVE_ABORTED = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')?.get;
 const NATIVE_REASON = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'reason')?.get;
+/* eslint-enable @typescript-eslint/unbound-method */
 
 export function checkedOnRead(signal: AbortSignal, check: () => void): AbortSignal {
   // A runtime whose AbortSignal is shaped otherwise keeps the plain signal (aborted by the timer only).
