@@ -10,16 +10,6 @@ export { LockInterceptor } from './interceptors/lock.interceptor';
 export { LockErrorFilter } from './interceptors/lock-error.filter';
 export type { LockedKey, LockKeyFunction } from './keys/key-template';
 export { normalizeKeys } from './keys/lock-key.validator';
-export type {
-  LockStore,
-  LockKeyNames,
-  AcquireRequest,
-  AcquireOutcome,
-  AcquireGrant,
-  HandoverOffer,
-  ReleaseWatch,
-  LockState,
-} from './stores/lock-store.interface';
 export * from './fencing';
 export type {
   LockEvent,

@@ -1,5 +1,6 @@
 import Redis from 'ioredis';
-import { LOCK_STORE, type LockStore } from '../../lib';
+import { LOCK_STORE } from '../../lib';
+import type { LockStore } from '../../lib/stores/lock-store.interface';
 import { createLockApp, uniqueKey } from '../support/lock-app';
 import { eventually, type RedlockNodes, startRedlockNodes } from './helpers/redlock-nodes';
 

@@ -1,7 +1,8 @@
 import { Logger } from '@nestjs/common';
 import Redis from 'ioredis';
 import { randomBytes } from 'node:crypto';
-import type { LockKeyNames, RedlockNode } from '../../../lib';
+import type { RedlockNode } from '../../../lib';
+import type { LockKeyNames } from '../../../lib/keys/lock-key-names';
 import { LockKeyNamer } from '../../../lib/keys';
 import { RedlockLockStore } from '../../../lib/stores/redlock/redlock-lock.store';
 import {
