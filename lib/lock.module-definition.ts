@@ -1,3 +1,4 @@
+// LockModule's options, tokens and forRoot / forRootAsync, from Nest's ConfigurableModuleBuilder.
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import type { LockModuleOptions } from './options/lock-options.interface';
 

@@ -1,3 +1,4 @@
+// Writes to a Redis resource only with a fencing token greater than the last one it accepted.
 import type { Cluster, Redis } from 'ioredis';
 import { LockOptionsError } from '../errors';
 import type { Lock } from '../lock.interface';

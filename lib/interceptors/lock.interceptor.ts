@@ -1,3 +1,4 @@
+// Takes a @Locked route handler's lock before it runs and releases it when its result settles, on every transport.
 import {
   Injectable,
   Logger,

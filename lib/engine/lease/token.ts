@@ -1,3 +1,4 @@
+// A grant's random token: 128 bits from crypto, the part of a lease's value only its holder knows.
 import { randomFillSync } from 'node:crypto';
 
 const TOKEN_BYTES = 16;

@@ -1,3 +1,4 @@
+// The in-process store (the default): leases, permits and fences in this process's memory, right within it only.
 import { LockUnavailableError } from '../../errors';
 import { STORE_CLOSED } from '../../errors/unavailable-details';
 import type { StoreHealth } from '../store-health';
