@@ -216,6 +216,8 @@ export class LockService implements OnApplicationShutdown {
   async onApplicationShutdown(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Waiters first: woken, each finds the service closed and is refused now, not after the releases below.
+    this.store.wakeWaiters();
     const leases = [...this.held];
     this.scheduler.clear();
     if (leases.length > 0) {

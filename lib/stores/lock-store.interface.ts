@@ -143,6 +143,11 @@ export interface LockStore {
    * behind them instead of barging in (it would win against a waiter just woken, again and again).
    */
   hasWaiters(keys: readonly LockKeyNames[]): boolean;
+  /**
+   * Wakes every caller of this process asleep waiting for a release, each to look again. At shutdown, before
+   * anything else, so that waiters are refused at once rather than after the held locks' deletions.
+   */
+  wakeWaiters(): void;
   /** Resolves when the store answers; rejects with LockUnavailableError otherwise. */
   ping(): Promise<void>;
   /**

@@ -6,6 +6,7 @@ import { CLIENT_FAMILIES, type LentClient } from '../support/client-families';
 import { connected, createLockApp, trackLockApps, uniqueKey } from '../support/lock-app';
 import { type RedisProcess, startRedis } from '../support/redis-server';
 import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-matrix';
+import { waiterAsleep } from '../support/waiters';
 
 /** How many client connections a server has now (CLIENT LIST has one line per connection, this probe's own included). */
 async function connectionCount(server: RedisProcess): Promise<number> {
@@ -94,6 +95,33 @@ describe.each(storeRows(storesUnderTest().filter((store) => store.usesRedis)))(
         await resumed;
       }
       for (const server of store.servers) expect(await findLeaseKeys(server, key)).toEqual([]);
+    });
+
+    it('app.close() with Redis not answering refuses a waiting caller at once, not after the held locks', async () => {
+      const closing = await createLockApp(store.options({ ttl: 30_000 }));
+      const holder = await apps.start(store.options({ ttl: 30_000 }));
+      const busy = uniqueKey('busy-at-close');
+      await holder.locks.acquire(busy);
+      await closing.locks.acquire(uniqueKey('held-at-close'));
+      const waiting = closing.locks.acquire(busy, { wait: 60_000 }).then(
+        () => undefined,
+        (error: unknown) => ({ error, at: performance.now() }),
+      );
+      await waiterAsleep(closing.locks, busy);
+      for (const server of store.servers) server.pause();
+      try {
+        const closedAt = performance.now();
+        const closed = closing.close();
+        const refused = await waiting;
+        expect(refused?.error).toBeInstanceOf(LockUnavailableError);
+        expect((refused?.error as Error).message).toContain('shutting down');
+        // Before the held lock's deletion times out (1 s with Redis paused).
+        expect((refused?.at ?? Infinity) - closedAt).toBeLessThan(300);
+        for (const server of store.servers) server.resume();
+        await closed;
+      } finally {
+        for (const server of store.servers) server.resume();
+      }
     });
 
     it('an owned client (URL) is closed on shutdown: its connections are gone', async () => {

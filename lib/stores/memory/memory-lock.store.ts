@@ -223,6 +223,9 @@ export class MemoryLockStore implements LockStore {
   hasWaiters(keys: readonly LockKeyNames[]): boolean {
     return this.hub.hasSleepers(keys);
   }
+  wakeWaiters(): void {
+    this.hub.wakeAll();
+  }
 
   async ping(): Promise<void> {
     this.refuseIfCut([]);

@@ -28,6 +28,10 @@ export abstract class RedisStoreBase {
     return this.hub.hasSleepers(keys);
   }
 
+  wakeWaiters(): void {
+    this.hub.wakeAll();
+  }
+
   /** Resolves once release announcements on `channel` reach the hub (hub.announce). */
   protected abstract subscribeReleases(channel: string): Promise<void>;
 

@@ -187,6 +187,11 @@ export class ReleaseHub {
     state.lingerTimer.unref();
   }
 
+  /** Wakes every sleeping waiter, each to look again (at shutdown: to find itself refused). */
+  wakeAll(): void {
+    for (const state of this.channels.values()) for (const sleeper of state.sleepers.splice(0)) sleeper.wake();
+  }
+
   /** Forgets every channel (shutdown); sleeping waiters are woken to find the store closed. */
   clear(): void {
     for (const state of this.channels.values()) {
