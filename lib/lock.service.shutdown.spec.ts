@@ -23,6 +23,7 @@ describe('LockService shutdown with a writer queued behind readers', () => {
     const store = {
       kind: 'redis',
       hasWaiters: () => false,
+      wakeWaiters: () => undefined,
       // Readers hold the key: every attempt queues the writer (its intent is recorded on the key).
       acquire: async (): Promise<AcquireOutcome> => ({ acquired: false, retryAfter: 60_000, queued: true }),
       watch: () => watch,

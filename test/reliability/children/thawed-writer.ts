@@ -7,7 +7,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockService, type LockModuleOptions } from '../../../lib';
 import { type ChildMessage, childConfig, createLockContext, runChild, send } from './child-runtime';
-import { wallClock } from './paused-holder';
 
 export interface ThawedWriterConfig {
   readonly lockOptions: LockModuleOptions;
@@ -21,6 +20,11 @@ export interface ThawedWriterReport extends ChildMessage {
   /** Wall-clock time of the first read that said aborted. */
   readonly abortedReadAt: number;
   readonly reason: string;
+}
+
+/** Wall-clock ms with sub-ms precision, comparable across processes of one machine. */
+function wallClock(): number {
+  return performance.timeOrigin + performance.now();
 }
 
 runChild(async () => {
