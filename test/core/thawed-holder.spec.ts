@@ -8,7 +8,7 @@ import { StoreUnderTest, storeRows, storesUnderTest } from '../support/store-mat
  * `signal.reason`, `signal.throwIfAborted()` and `isHeld` all check the validity deadline themselves.
  */
 
-const TTL_MS = 300;
+const TTL_MS = 200;
 
 /** Blocks the event loop, as a pause does for the process's own code: no timer or I/O callback runs. */
 function blockEventLoop(ms: number): void {
@@ -18,7 +18,8 @@ function blockEventLoop(ms: number): void {
   }
 }
 
-describe.each(storeRows(storesUnderTest()))('a thawed holder (%s store)', (_name, fixture) => {
+// Redlock over 3 nodes stands for Redlock: the deadline is the lease's, whatever the node count.
+describe.each(storeRows(storesUnderTest().filter((store) => store.name !== 'redlock5')))('a thawed holder (%s store)', (_name, fixture) => {
   let store: StoreUnderTest;
   beforeAll(async () => {
     store = await fixture.setup();
@@ -74,7 +75,7 @@ describe.each(storeRows(storesUnderTest()))('a thawed holder (%s store)', (_name
   it('a holder whose lease is renewed in time reads it held, however long it holds', async () => {
     const { locks } = await apps.start(store.options());
     const lock = await locks.acquire(uniqueKey('renewed'), { ttl: TTL_MS });
-    const until = performance.now() + TTL_MS * 3;
+    const until = performance.now() + TTL_MS * 2.5;
     while (performance.now() < until) {
       expect(lock.signal.aborted).toBe(false);
       await new Promise((resolve) => setTimeout(resolve, 20));
