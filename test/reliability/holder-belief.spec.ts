@@ -1,4 +1,6 @@
 import { LockLostError, type AcquireOptions } from '../../lib';
+import { LockKeyNamer } from '../../lib/keys';
+import { sendCommand } from '../support/resp-client';
 import { trackLockApps, uniqueKey } from '../support/lock-app';
 import { startRedis, type RedisProcess } from '../support/redis-server';
 import { abortedAt } from './support/timing';
@@ -40,5 +42,20 @@ describe("the holder's belief never outlives the lease in Redis", () => {
     // without waiting for it): that deletion left the successor's lease alone.
     expect(await first.locks.isLocked(key)).toBe(true);
     expect(await successor.release()).toBe(true);
+  });
+
+  it("extend() after the lease's validity ended is refused as lost, even while Redis still holds the key", async () => {
+    const { locks } = await apps.start({ redis: server.url });
+    const key = uniqueKey('belief');
+    const holder = await locks.acquire(key, { ttl: 300, autoExtend: false });
+    // The key outlives the holder's validity in Redis (as a lease can on a node whose clock runs slow): only the
+    // holder's own deadline says the lease is over.
+    await sendCommand(server.port, ['PEXPIRE', new LockKeyNamer('lock:').names(key).lockKey, '60000']);
+    // The event loop is blocked past the validity: no timer has run, nobody read the signal.
+    const blockedUntil = performance.now() + 400;
+    while (performance.now() < blockedUntil);
+    await expect(holder.extend(1_000)).rejects.toBeInstanceOf(LockLostError);
+    expect(holder.signal.aborted).toBe(true);
+    expect(await holder.release()).toBe(false);
   });
 });

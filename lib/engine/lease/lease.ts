@@ -125,7 +125,9 @@ export class Lease implements ScheduledTask {
 
   /** Renews now (an explicit Lock.extend). */
   async extend(ttl: number): Promise<void> {
-    if (this.state !== 'held') throw this.lostReason ?? new LockLostError(this.keys, 'it was already released');
+    // isHeld, not the state: a lease whose validity ended is lost even while the store still holds the key
+    // (its clock ran slow, or nobody took it yet); extending it would revive a lock its holder must not trust.
+    if (!this.isHeld) throw this.lostReason ?? new LockLostError(this.keys, 'it was already released');
     const sequence = ++this.extensionsSent;
     let validUntil: number | null;
     try {
