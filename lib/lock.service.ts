@@ -31,7 +31,7 @@ const context = new LockContext();
 const SHUTDOWN_RELEASE_TIMEOUT_MS = 2_000;
 
 /**
- * Mutual exclusion on named keys, across processes when the store is Redis. See the README for the
+ * Mutual exclusion on named keys, across processes when the store is Redis. See docs/lock-service.md and docs/guarantees.md for the
  * guarantees and the contract of each public method.
  */
 @Injectable()

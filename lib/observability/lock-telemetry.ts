@@ -4,7 +4,7 @@ import { safeMessage } from '../errors/safe-cause';
 /** The instrumentation scope (meter and tracer name) of every metric and span below. */
 export const LOCK_INSTRUMENTATION_SCOPE = 'nestjs-redis-lock';
 
-/** Metric and span names (README, "Operations"). Durations are in milliseconds, as the issue asks. */
+/** Metric and span names (docs/operations.md). Durations are in milliseconds, as OpenTelemetry's other Node instrumentations report them. */
 export const LOCK_METRICS = {
   /** Counter, `{acquisition}`: acquisitions by `lock.outcome` (acquired, busy, unavailable, cancelled, error). */
   acquisitions: 'lock.acquisitions',

@@ -14,7 +14,7 @@ import type {
 } from './lock-options.interface';
 import { flag, holdBounds, holdTime, leaseLength, nonNegative, printableName, replicaBudget } from './validators';
 
-/** The documented defaults (README, "Configuration"). */
+/** The documented defaults (docs/configuration.md). */
 export const LOCK_DEFAULTS = {
   keyPrefix: 'lock:',
   ttl: 10_000,

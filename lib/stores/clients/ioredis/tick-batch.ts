@@ -54,7 +54,7 @@ export class TickBatch {
     if (!reading) return;
     // Until the next ready check, no batches: calls made while the connection is down wait in ioredis' offline
     // queue, and go to whatever server it reconnects to (a batch already written and resent after a reconnect
-    // is the one exception, see the README).
+    // is the one exception, see docs/stores-and-deployment.md, "Batched script calls").
     connection.on('close', () => {
       this.batches = false;
     });
@@ -137,7 +137,7 @@ export class TickBatch {
     for (let i = 0; i < calls.length; i++) {
       const each: unknown = reply[i];
       // An error nested in the reply is the call's own; ioredis' reconnectOnError never sees it (see the
-      // README: a READONLY fails the call, as it would a lone command sent a moment before the reconnect).
+      // docs/stores-and-deployment.md, "Batched script calls": a READONLY fails the call, as it would a lone command sent a moment before the reconnect).
       if (each instanceof Error) calls[i].fail(each);
       else calls[i].settle(each);
     }
