@@ -33,7 +33,7 @@ import {
   SERVER_ID,
   WITHDRAW,
 } from './scripts';
-import { ReleaseSubscriber } from './subscriber';
+import { type ReleaseHandler, ReleaseSubscriber } from './subscriber';
 
 export interface RedisLockNodeOptions {
   /** How logs and errors name the node: 'redis', or `nodes[i]` on Redlock. */
@@ -336,14 +336,17 @@ export class RedisLockNode {
     return String(await this.client.runScript(SERVER_ID, [], [], timeoutMs));
   }
 
-  /** Where release announcements go; set once by the store. */
-  onRelease(handler: (channel: string, token: string) => void): void {
+  /**
+   * Where release announcements go; set once by the store. Without a token: announcements on the channel may
+   * have been missed (the subscriber connection was lost), now subscribed again.
+   */
+  onRelease(handler: ReleaseHandler): void {
     this.subscriber.onRelease(handler);
   }
 
   async subscribe(channel: string, timeoutMs: number): Promise<void> {
     this.connection.refuseWhenClosed();
-    await withTimeout(this.subscriber.open().subscribe(channel), timeoutMs);
+    await withTimeout(this.subscriber.subscribe(channel), timeoutMs);
   }
 
   unsubscribe(channel: string): Promise<void> {

@@ -38,6 +38,9 @@ export class IoredisLockClient implements LockClient {
   private readonly defined = new Set<string>();
   private messageHandler: ((channel: string, message: string) => void) | undefined;
   private closing: Promise<void> | undefined;
+  /** Ready once already: a 'ready' from now on follows a lost connection (see onReconnect). */
+  private wasReady = false;
+  private reconnectHandler: (() => void) | undefined;
 
   constructor(
     private readonly connection: IoredisConnection,
@@ -56,6 +59,8 @@ export class IoredisLockClient implements LockClient {
     connection.on('ready', () => {
       this.connectionError = undefined;
       log.ready();
+      if (this.wasReady) this.reconnectHandler?.();
+      this.wasReady = true;
     });
     if (connection.isCluster === true) this.logClusterNodes(connection, new ClusterNodeLogs(logger, label));
     connection.on('message', (channel: string, message: string) => this.messageHandler?.(channel, message));
@@ -161,6 +166,10 @@ export class IoredisLockClient implements LockClient {
 
   onMessage(handler: (channel: string, message: string) => void): void {
     this.messageHandler = handler;
+  }
+
+  onReconnect(handler: () => void): void {
+    this.reconnectHandler = handler;
   }
 
   async subscribe(channel: string): Promise<void> {
