@@ -8,6 +8,12 @@ import type { LockClient } from '../clients';
 export type ReleaseHandler = (channel: string, token?: string) => void;
 
 /**
+ * A channel subscribed to, and left, after a reconnect: a SUBSCRIBE of a channel already listened to may send
+ * nothing (node-redis only adds the listener), while this one is always sent, behind the driver's own.
+ */
+const PROBE_CHANNEL = 'nestjs-redis-lock:resubscribed';
+
+/**
  * The subscriber connection of a node, duplicated from its lock connection on the first subscription (a
  * connection in subscriber mode serves nothing else), and the handler its messages go to.
  */
@@ -54,20 +60,23 @@ export class ReleaseSubscriber {
   }
 
   /**
-   * After a reconnect: releases published while the connection was down reached nobody here, and took the
-   * "awaited" marks that would have announced them again. So once each channel is subscribed again (whatever
-   * the driver resubscribes by itself, this waits for a subscription known to be active), it gets an
-   * announcement without a token: the hub wakes a waiter to look, as for a release it heard. A channel whose
-   * subscription fails waits for the next reconnect.
+   * After a reconnect (or a Cluster's move to another node): releases published meanwhile reached nobody here,
+   * and took the "awaited" marks that would have announced them again. So once the channels are subscribed
+   * again (whatever the driver resubscribes by itself, this waits for SUBSCRIBEs of its own, answered behind
+   * the driver's), each gets an announcement without a token: the hub wakes a waiter to look, as for a
+   * release it heard. If that fails, the next reconnect tries again.
    */
   private resubscribe(connection: LockClient): void {
-    for (const channel of this.channels) {
-      connection.subscribe(channel).then(
-        () => {
-          if (this.connection === connection && this.channels.has(channel)) this.handler?.(channel);
-        },
-        () => undefined,
-      );
-    }
+    const channels = [...this.channels];
+    if (channels.length === 0) return;
+    const subscribed = [PROBE_CHANNEL, ...channels].map((channel) => connection.subscribe(channel));
+    Promise.all(subscribed).then(
+      () => {
+        connection.unsubscribe(PROBE_CHANNEL).catch(() => undefined);
+        if (this.connection !== connection) return;
+        for (const channel of channels) if (this.channels.has(channel)) this.handler?.(channel);
+      },
+      () => undefined,
+    );
   }
 }

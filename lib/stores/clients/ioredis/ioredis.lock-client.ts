@@ -5,7 +5,7 @@ import { ClusterNodeLogs, ConnectionLog } from '../connection-log';
 import type { LockClient, LockClientOptions, RedisArgument, ReplicatedReply } from '../lock-client';
 import type { LockScript } from '../lock-script';
 import { type ClusterNodeConnection, type IoredisConnection, duplicateIoredis } from './ioredis-connection';
-import { IoredisInternals } from './ioredis-internals';
+import { IoredisInternals, onClusterSubscriberMoved } from './ioredis-internals';
 import { quitOrDisconnect } from './quit';
 import { ScriptSender, isNoScript } from './script-sender';
 import { TickBatch } from './tick-batch';
@@ -62,7 +62,11 @@ export class IoredisLockClient implements LockClient {
       if (this.wasReady) this.reconnectHandler?.();
       this.wasReady = true;
     });
-    if (connection.isCluster === true) this.logClusterNodes(connection, new ClusterNodeLogs(logger, label));
+    if (connection.isCluster === true) {
+      this.logClusterNodes(connection, new ClusterNodeLogs(logger, label));
+      // Its SUBSCRIBEs go to one node connection, which the Cluster replaces when it ends: a reconnect too.
+      onClusterSubscriberMoved(connection, () => this.reconnectHandler?.());
+    }
     connection.on('message', (channel: string, message: string) => this.messageHandler?.(channel, message));
     this.internals = new IoredisInternals(connection);
     this.writes = new WriteCoalescer(this.internals, options.writeFirstWhenIdle);

@@ -118,7 +118,13 @@ export class NodeRedisLockClient implements LockClient {
       nodes.error(`${node.host}:${node.port}`, safeMessage(error));
     });
     connection.on('node-ready', (node: ClusterNodeInfo) => nodes.ready(`${node.host}:${node.port}`));
-    connection.on('node-reconnecting', () => this.scriptsSent.clear());
+    connection.on('node-reconnecting', () => {
+      this.scriptsSent.clear();
+      // A cluster's pub/sub connection is one of its node clients, and reports no 'ready' when it is back:
+      // told now, a subscriber subscribes again, which node-redis sends once that client is back (see
+      // ReleaseSubscriber).
+      this.reconnectHandler?.();
+    });
   }
 
   runScript(
