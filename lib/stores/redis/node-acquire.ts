@@ -76,11 +76,11 @@ export class NodeAcquire {
 
   /**
    * Takes back a grant whose call ends without it (unacknowledged by enough replicas, answered too late or not
-   * at all), as its release: compare-and-delete,
-   * announced where a refused attempt marked the key awaited (a permit's always). Waiters refused for it
-   * sleep until a release of it or its lease's end, and its caller, failing, never releases it. A Redlock
-   * node's grant is undone silently instead (see undo): its caller may attempt again with the same token,
-   * whose release must not be counted before it happened (the hubs count a token once).
+   * at all) as its release: compare-and-delete, announced where a refused attempt marked the key awaited (a
+   * permit's always). Waiters refused for it sleep until a release of it or its lease's end, and its caller,
+   * failing, never releases it. A Redlock node's grant is undone silently instead (see undo): its caller may
+   * attempt again with the same token, whose release must not be counted before it happened (the hubs count
+   * a token once).
    */
   async takeBack(keys: readonly LockKeyNames[], token: string, timeoutMs: number, shape?: LockShape): Promise<void> {
     if (this.settings.order) return this.undo(keys, token, timeoutMs, shape);
