@@ -171,7 +171,9 @@ export interface ReleaseWatch {
   /**
    * How many releases of the watched keys were seen so far: read it right before each attempt and compare
    * after. Reading it also marks a wake-up this waiter received as used, and the announcements heard so far
-   * (repeats included) as the ones releasedSince compares with: read it once per attempt.
+   * (repeats included) as the ones releasedSince compares with: read it once per attempt. A waiter that sleeps
+   * before it ever read `seen` (queued behind this process's sleepers without an attempt) has read no lease
+   * end: it sleeps "blind", and the sleepers ahead of it pass it the turn (see close).
    */
   readonly seen: number;
   /**
@@ -203,8 +205,8 @@ export interface ReleaseWatch {
   ): Promise<AcquireGrant | undefined>;
   /**
    * Stops watching. A wake-up this waiter received but did not use passes to the next waiter, and so does
-   * its turn when it leaves without the lock (`acquired` false), or when it got in and left room for more
-   * (`passOn`: a reader, or a permit left).
+   * its turn when it leaves without the lock (`acquired` false), when it got in and left room for more
+   * (`passOn`: a reader, or a permit left), or when the next waiter sleeps blind (see `seen`).
    */
   close(acquired?: boolean, passOn?: boolean): void;
 }

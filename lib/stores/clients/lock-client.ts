@@ -84,6 +84,11 @@ export interface LockClient {
   onMessage(handler: (channel: string, message: string) => void): void;
   /** Resolves once the subscription is active, so a message published from then on is delivered. */
   subscribe(channel: string): Promise<void>;
+  /**
+   * Called each time the connection is ready again after it was lost (not at its first connect). Messages
+   * published meanwhile were not delivered: a subscriber learns of the gap here.
+   */
+  onReconnect(handler: () => void): void;
   unsubscribe(channel: string): Promise<void>;
   /**
    * A new connection to the same deployment with the same options (address, Sentinel, TLS, auth,

@@ -18,6 +18,7 @@ import {
   refusedByPermits,
   writerReply,
 } from './node-replies';
+import { releaseCall } from './release-command';
 import { ACQUIRE, PERMIT_ACQUIRE, PERMIT_UNDO, UNDO, WRITE_ACQUIRE } from './scripts';
 
 /**
@@ -71,6 +72,20 @@ export class NodeAcquire {
       );
     }
     return this.acquireNow(request, ttl, timeoutMs, order, order.attempt('direct'));
+  }
+
+  /**
+   * Takes back a grant whose call ends without it (unacknowledged by enough replicas, answered too late or not
+   * at all) as its release: compare-and-delete, announced where a refused attempt marked the key awaited (a
+   * permit's always). Waiters refused for it sleep until a release of it or its lease's end, and its caller,
+   * failing, never releases it. A Redlock node's grant is undone silently instead (see undo): its caller may
+   * attempt again with the same token, whose release must not be counted before it happened (the hubs count
+   * a token once).
+   */
+  async takeBack(keys: readonly LockKeyNames[], token: string, timeoutMs: number, shape?: LockShape): Promise<void> {
+    if (this.settings.order) return this.undo(keys, token, timeoutMs, shape);
+    const { script, names, args } = releaseCall(keys, token, 0, shape, false);
+    await this.connection.run(script, names, args, timeoutMs, keys);
   }
 
   /** Takes back an attempt that did not become a lock, silently (see UNDO_SCRIPT). */
@@ -224,7 +239,9 @@ export class NodeAcquire {
           (!attempt || this.settings.order?.mustTakeBack(attempt, token, error.resent))
         ) {
           // Sent even once close() has begun: it finishes an attempt made before.
-          await this.connection.sendPastClose(() => this.undo(keys, token, timeoutMs, shape)).catch(() => undefined);
+          await this.connection
+            .sendPastClose(() => this.takeBack(keys, token, timeoutMs, shape))
+            .catch(() => undefined);
         }
         throw error;
       });

@@ -2,7 +2,7 @@
 import { Logger } from '@nestjs/common';
 import { safeMessage } from '../../errors/safe-cause';
 import type { MinReplicas, RedisConnection, RedlockNode } from '../../options/lock-options.interface';
-import { type LockClient, type RedisArgument, createLockClient } from '../clients';
+import { type LockClient, createLockClient } from '../clients';
 import type { AcquireRequest, LockKeyNames, LockShape } from '../lock-store.interface';
 import type { TokenOrder } from '../redlock/token-order';
 import { isPermit } from '../shared/lock-shapes';
@@ -27,13 +27,12 @@ import {
   INSPECT,
   PERMIT_EXTEND,
   PERMIT_RAISE_FENCE,
-  PERMIT_RELEASE,
   RAISE_FENCES,
-  RELEASE,
   SERVER_ID,
   WITHDRAW,
 } from './scripts';
-import { ReleaseSubscriber } from './subscriber';
+import { releaseCall } from './release-command';
+import { type ReleaseHandler, ReleaseSubscriber } from './subscriber';
 
 export interface RedisLockNodeOptions {
   /** How logs and errors name the node: 'redis', or `nodes[i]` on Redlock. */
@@ -148,17 +147,8 @@ export class RedisLockNode {
     timeoutMs: number,
   ): Promise<number> {
     // Not async (a hot path): like run(), it throws StoreClosedError synchronously once closed.
-    if (isPermit(shape)) {
-      const key = keys[0];
-      const args = [token, Math.max(0, Math.ceil(holdFor)), key.channel];
-      return this.connection.run(PERMIT_RELEASE, [key.lockKey, key.permitsKey], args, timeoutMs, keys).then(Number);
-    }
-    const names: string[] = [];
-    for (const key of keys) names.push(key.lockKey);
-    for (const key of keys) names.push(key.awaitedKey);
-    const args: RedisArgument[] = [token, Math.max(0, Math.ceil(holdFor)), announce ? 1 : 0];
-    for (const key of keys) args.push(key.channel);
-    return this.connection.run(RELEASE, names, args, timeoutMs, keys).then(Number);
+    const { script, names, args } = releaseCall(keys, token, holdFor, shape, announce);
+    return this.connection.run(script, names, args, timeoutMs, keys).then(Number);
   }
 
   /**
@@ -177,6 +167,15 @@ export class RedisLockNode {
         key,
       ])) as unknown[],
     );
+  }
+
+  /**
+   * Takes back a grant whose call ends without it (its answer came too late, or never, or too few replicas
+   * acknowledged it), on one Redis: see NodeAcquire.takeBack. A Redlock node undoes it silently instead.
+   */
+  takeBack(keys: readonly LockKeyNames[], token: string, timeoutMs: number, shape?: LockShape): Promise<void> {
+    if (this.order) return this.undo(keys, token, timeoutMs, shape);
+    return this.acquirer.takeBack(keys, token, timeoutMs, shape);
   }
 
   /** Takes back an attempt that did not become a lock, silently (see UNDO_SCRIPT). */
@@ -336,14 +335,17 @@ export class RedisLockNode {
     return String(await this.client.runScript(SERVER_ID, [], [], timeoutMs));
   }
 
-  /** Where release announcements go; set once by the store. */
-  onRelease(handler: (channel: string, token: string) => void): void {
+  /**
+   * Where release announcements go; set once by the store. Without a token: announcements on the channel may
+   * have been missed (the subscriber connection was lost), now subscribed again.
+   */
+  onRelease(handler: ReleaseHandler): void {
     this.subscriber.onRelease(handler);
   }
 
   async subscribe(channel: string, timeoutMs: number): Promise<void> {
     this.connection.refuseWhenClosed();
-    await withTimeout(this.subscriber.open().subscribe(channel), timeoutMs);
+    await withTimeout(this.subscriber.subscribe(channel), timeoutMs);
   }
 
   unsubscribe(channel: string): Promise<void> {

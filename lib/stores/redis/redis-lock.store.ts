@@ -57,7 +57,8 @@ export class RedisLockStore extends RedisStoreBase implements LockStore {
     } catch (error) {
       // As a rejection below: a command that may have gone out is taken back (none does today: the store
       // refuses synchronously only once closed).
-      if (mayHaveRun(error)) this.node.undo(request.keys, request.token, timeout, request.shape).catch(() => undefined);
+      if (mayHaveRun(error))
+        this.node.takeBack(request.keys, request.token, timeout, request.shape).catch(() => undefined);
       return Promise.reject(this.unavailable(error, request.keys, 'acquire'));
     }
     return sent.then(
@@ -70,8 +71,8 @@ export class RedisLockStore extends RedisStoreBase implements LockStore {
         const validUntil = this.timing.validUntil(startedAt, ttl);
         if (validUntil <= performance.now()) {
           // The answer came too late for the lease (a stalled event loop, a slow network): it may already
-          // have expired and been granted again. Never hand it out.
-          this.node.undo(request.keys, request.token, timeout, request.shape).catch(() => undefined);
+          // have expired and been granted again. Never hand it out; taken back as a release (see takeBack).
+          this.node.takeBack(request.keys, request.token, timeout, request.shape).catch(() => undefined);
           throw new LockUnavailableError(
             request.keys.map((key) => key.name),
             `Redis answered after the lease's validity (ttl ${ttl} ms minus drift) had passed`,
@@ -83,8 +84,9 @@ export class RedisLockStore extends RedisStoreBase implements LockStore {
         if (mayHaveRun(error)) {
           // The script may have run, or may still run, although no answer came: a timeout, or the driver
           // giving up on a command it had sent (a reset connection, MaxRetriesPerRequestError). Take back
-          // whatever it granted under this token, or the key would stay locked for nobody for a whole ttl.
-          this.node.undo(request.keys, request.token, timeout, request.shape).catch(() => undefined);
+          // whatever it granted under this token, or the key would stay locked for nobody for a whole ttl, and
+          // announce it like a release: an attempt it refused meanwhile would sleep until its lease's end.
+          this.node.takeBack(request.keys, request.token, timeout, request.shape).catch(() => undefined);
         }
         throw this.unavailable(error, request.keys, 'acquire');
       },

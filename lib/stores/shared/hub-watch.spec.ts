@@ -192,3 +192,43 @@ describe('A release counted before the attempt, that lagging nodes refused it fo
     other.close();
   });
 });
+
+describe('ReleaseWatch.close: a blind sleeper (no lease end read) gets the turn from whoever leaves ahead of it', () => {
+  it('a waiter that got in wakes the blind sleeper behind it, which sleeps again at the head; one that read a lease end is left asleep', async () => {
+    const { hub } = hubWithLog();
+    const key = names('k');
+    const head = hub.watch([key]);
+    const blind = hub.watch([key]);
+    const timed = hub.watch([key]);
+    void head.seen; // attempted, then sleeps on a lease end
+    void timed.seen;
+    const headSleep = head.next(5_000);
+    let blindWoken = false;
+    const blindSleep = blind.next(5_000).then(() => (blindWoken = true));
+    let timedWoken = false;
+    void timed.next(5_000).then(() => (timedWoken = true));
+    hub.announce(key.channel, 'holder-A');
+    await headSleep;
+    expect(blindWoken).toBe(false);
+    void head.seen; // its attempt
+    // Got in, no room left: still passes the turn, to the blind sleeper, not past it.
+    head.close(true, false);
+    await blindSleep;
+    expect(timedWoken).toBe(false);
+    // Its attempt refused, it sleeps again ahead of the sleeper that was behind it.
+    void blind.seen;
+    let again = false;
+    void blind.next(5_000).then(() => (again = true));
+    hub.announce(key.channel, 'holder-B');
+    await Promise.resolve();
+    await Promise.resolve();
+    expect([again, timedWoken]).toEqual([true, false]);
+    // Its attempt got in: with a sleeper behind it that read its own lease end, it wakes nobody.
+    void blind.seen;
+    blind.close(true, false);
+    await Promise.resolve();
+    expect(timedWoken).toBe(false);
+    hub.clear();
+    timed.close();
+  });
+});

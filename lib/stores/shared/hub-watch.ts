@@ -13,6 +13,10 @@ export class HubWatch implements ReleaseWatch {
   private unusedWake = false;
   /** The announcements heard on the (single) watched key when `seen` was last read (see releasedSince). */
   private heardMark = 0;
+  /** `seen` was read, i.e. the waiter attempted while watching, and so read a lease end (see Sleeper.blind). */
+  private attempted = false;
+  /** The last sleep was blind: the next one takes the place this waiter had, at the head (see next). */
+  private wasBlind = false;
 
   constructor(
     private readonly hub: ReleaseHub,
@@ -22,6 +26,7 @@ export class HubWatch implements ReleaseWatch {
 
   get seen(): number {
     this.unusedWake = false;
+    this.attempted = true;
     this.heardMark = this.states[0]?.heard ?? 0;
     let total = 0;
     for (const state of this.states) total += state.releases;
@@ -58,10 +63,15 @@ export class HubWatch implements ReleaseWatch {
   ): Promise<AcquireGrant | undefined> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const blockedBy = this.releasedAlready(refusedBy);
+    const blind = !this.attempted;
+    // A blind sleeper woken to read a lease end was at the head of the queue: it sleeps again there.
+    const ahead = first || this.wasBlind;
+    this.wasBlind = blind;
     return new Promise<AcquireGrant | undefined>((resolve, reject) => {
       const sleeper: Sleeper = {
         span: this.states.length,
         first,
+        blind,
         blockedBy,
         wake: () => {
           this.unusedWake = true;
@@ -107,7 +117,7 @@ export class HubWatch implements ReleaseWatch {
       for (const state of this.states) {
         // A writer queued behind readers goes ahead of the readers (and of other writers not yet queued):
         // every reader's release must reach it, or the last one may wake a reader that is refused anyway.
-        const at = first ? state.sleepers.findIndex((other) => !other.first) : -1;
+        const at = ahead ? state.sleepers.findIndex((other) => !other.first) : -1;
         if (at >= 0) state.sleepers.splice(at, 0, sleeper);
         else state.sleepers.push(sleeper);
       }
@@ -131,10 +141,14 @@ export class HubWatch implements ReleaseWatch {
     if (this.closed) return;
     this.closed = true;
     // A waiter that leaves without the lock (its wait ran out, it was cancelled, it failed) passes its turn
-    // on: a waiter queued behind it may have slept without a timer of its own for the holder's lease end
-    // (a newcomer queues behind the sleepers without an attempt), and must look again now. So does one that
-    // got in and left room for more (readers after a writer, several permits freed at once).
-    if (this.unusedWake || !acquired || passOn) for (const state of this.states) this.hub.wakeNext(state);
+    // on, and so does one that got in and left room for more (readers after a writer, several permits freed
+    // at once). One that got in passes it to a blind sleeper (see Sleeper.blind): no timer of its own wakes
+    // that one at a lease's end, and the lease ends the leaver was woken for are now behind it (a permit's
+    // other holders may expire, unannounced, while it holds the last permit). Woken, it attempts and reads
+    // a lease end of its own.
+    for (const state of this.states) {
+      if (this.unusedWake || !acquired || passOn || state.sleepers[0]?.blind) this.hub.wakeNext(state);
+    }
     this.states.forEach((state, index) => this.hub.closeChannel(this.channels[index], state));
   }
 }

@@ -28,6 +28,12 @@ export interface Sleeper {
   /** Woken before the others: a writer queued behind readers (new readers wait behind it anyway). */
   readonly first: boolean;
   /**
+   * Asleep without having read a lease end (a newcomer queued behind this process's sleepers without an
+   * attempt): its timer is its wait, not a lease's end, so it counts on the sleepers ahead of it, and whoever
+   * of them leaves the queue passes it the turn (see HubWatch.close).
+   */
+  readonly blind: boolean;
+  /**
    * Grants whose release was already counted but which refused this waiter's last attempt (see
    * HubWatch.next): nodes still applying that release. Another node's announcement of it, a repeat that is
    * not counted, wakes this waiter.

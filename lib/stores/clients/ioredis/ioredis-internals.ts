@@ -46,6 +46,22 @@ interface ReadyChecked {
   _readyCheck?: (callback: ReadyCheckCallback) => void;
 }
 
+/**
+ * An ioredis Cluster's subscriber (Cluster#subscriber, a ClusterSubscriber): the one node connection its
+ * SUBSCRIBEs go to, which it replaces by a new one (on another node, or the same) when that connection ends
+ * or its node leaves the pool, subscribing the channels again there. Nothing public tells of the move: calls
+ * `moved` after each selectSubscriber, when the Cluster has that method (ioredis 5 and 6); otherwise nothing.
+ */
+export function onClusterSubscriberMoved(cluster: IoredisConnection, moved: () => void): void {
+  const subscriber = (cluster as { subscriber?: { selectSubscriber?: () => void } }).subscriber;
+  const select = subscriber?.selectSubscriber;
+  if (!subscriber || typeof select !== 'function') return;
+  subscriber.selectSubscriber = () => {
+    select.call(subscriber);
+    moved();
+  };
+}
+
 /** The ioredis internals of one connection, each used only when found (see InternalsFound). */
 export class IoredisInternals {
   /**

@@ -5,7 +5,7 @@ import { ClusterNodeLogs, ConnectionLog } from '../connection-log';
 import type { LockClient, LockClientOptions, RedisArgument, ReplicatedReply } from '../lock-client';
 import type { LockScript } from '../lock-script';
 import { type ClusterNodeConnection, type IoredisConnection, duplicateIoredis } from './ioredis-connection';
-import { IoredisInternals } from './ioredis-internals';
+import { IoredisInternals, onClusterSubscriberMoved } from './ioredis-internals';
 import { quitOrDisconnect } from './quit';
 import { ScriptSender, isNoScript } from './script-sender';
 import { TickBatch } from './tick-batch';
@@ -38,6 +38,9 @@ export class IoredisLockClient implements LockClient {
   private readonly defined = new Set<string>();
   private messageHandler: ((channel: string, message: string) => void) | undefined;
   private closing: Promise<void> | undefined;
+  /** Ready once already: a 'ready' from now on follows a lost connection (see onReconnect). */
+  private wasReady = false;
+  private reconnectHandler: (() => void) | undefined;
 
   constructor(
     private readonly connection: IoredisConnection,
@@ -56,8 +59,14 @@ export class IoredisLockClient implements LockClient {
     connection.on('ready', () => {
       this.connectionError = undefined;
       log.ready();
+      if (this.wasReady) this.reconnectHandler?.();
+      this.wasReady = true;
     });
-    if (connection.isCluster === true) this.logClusterNodes(connection, new ClusterNodeLogs(logger, label));
+    if (connection.isCluster === true) {
+      this.logClusterNodes(connection, new ClusterNodeLogs(logger, label));
+      // Its SUBSCRIBEs go to one node connection, which the Cluster replaces when it ends: a reconnect too.
+      onClusterSubscriberMoved(connection, () => this.reconnectHandler?.());
+    }
     connection.on('message', (channel: string, message: string) => this.messageHandler?.(channel, message));
     this.internals = new IoredisInternals(connection);
     this.writes = new WriteCoalescer(this.internals, options.writeFirstWhenIdle);
@@ -161,6 +170,10 @@ export class IoredisLockClient implements LockClient {
 
   onMessage(handler: (channel: string, message: string) => void): void {
     this.messageHandler = handler;
+  }
+
+  onReconnect(handler: () => void): void {
+    this.reconnectHandler = handler;
   }
 
   async subscribe(channel: string): Promise<void> {

@@ -67,6 +67,9 @@ export class NodeRedisLockClient implements LockClient {
   private messageHandler: ((channel: string, message: string) => void) | undefined;
   private readonly listener: MessageListener = (message, channel) => this.messageHandler?.(channel, message);
   private closing: Promise<void> | undefined;
+  /** Ready once already: a 'ready' from now on follows a lost connection (see onReconnect). */
+  private wasReady = false;
+  private reconnectHandler: (() => void) | undefined;
   /**
    * SHAs of the scripts sent in full (EVAL) on the current connection, so Redis has them cached. Emptied
    * when the connection drops: the next connection (maybe to a restarted server, or a promoted replica)
@@ -102,6 +105,8 @@ export class NodeRedisLockClient implements LockClient {
     connection.on('ready', () => {
       this.connectionError = undefined;
       log.ready();
+      if (this.wasReady) this.reconnectHandler?.();
+      this.wasReady = true;
     });
     connection.on('reconnecting', () => this.scriptsSent.clear());
     // A v5 cluster (5.9 and later) reports its nodes' connections with events of their own ('node-ready' only
@@ -113,7 +118,13 @@ export class NodeRedisLockClient implements LockClient {
       nodes.error(`${node.host}:${node.port}`, safeMessage(error));
     });
     connection.on('node-ready', (node: ClusterNodeInfo) => nodes.ready(`${node.host}:${node.port}`));
-    connection.on('node-reconnecting', () => this.scriptsSent.clear());
+    connection.on('node-reconnecting', () => {
+      this.scriptsSent.clear();
+      // A cluster's pub/sub connection is one of its node clients, and reports no 'ready' when it is back:
+      // told now, a subscriber subscribes again, which node-redis sends once that client is back (see
+      // ReleaseSubscriber).
+      this.reconnectHandler?.();
+    });
   }
 
   runScript(
@@ -189,6 +200,10 @@ export class NodeRedisLockClient implements LockClient {
 
   onMessage(handler: (channel: string, message: string) => void): void {
     this.messageHandler = handler;
+  }
+
+  onReconnect(handler: () => void): void {
+    this.reconnectHandler = handler;
   }
 
   async subscribe(channel: string): Promise<void> {
