@@ -6,8 +6,8 @@ import { NEXT_FENCE } from './next-fence.lua';
  * KEYS: lock key, fence key. ARGV: releasing token, receiving token, ttl (ms), release channel.
  * A release that hands a single-key mutex straight to a waiter of the same process (see ReleaseHub.claim):
  * while the key still holds the releasing token, it is given to the receiving token (SET XX PX) and the
- * next fence is taken (NEXT_FENCE), as ACQUIRE_SCRIPT would have done for the waiter, in the same step. Nothing is
- * published: the key never comes free, so no other waiter could take it.
+ * next fence is taken (NEXT_FENCE), as ACQUIRE_SCRIPT would have done for the waiter, in the same step.
+ * Nothing is published: the key never comes free, so no other waiter could take it.
  * Returns {1, fence, subscribers} handed over, with how many connections listen on the release channel (the
  * releasing process's own subscriber is one: more means waiters elsewhere, see RedisLockStore.handOver; -1
  * when PUBSUB is refused, e.g. by an ACL, which must not fail a release whose grant is already made);

@@ -19,9 +19,10 @@ import { PERMIT_HELPERS } from './permit-helpers.lua';
  * node counting by one two permits granted at once by different quorums could take the same highest value
  * from different nodes. With a stride the counter moves in blocks of N (see NEXT_FENCE): the grant takes the
  * next block, its fence is the block's value ≡ residue (mod N), one no other node ever hands out, and the
- * counter is set to the block's last value (`reach`). Nodes granting in the same block so all reach the highest
- * fence any of them gave, and the store needs no write-back for them (see fencesAgreed); a mutex or writer
- * counting by one afterwards takes the next block's first value (or the clock's, when later).
+ * counter is set to the block's last value (`reach`). Nodes granting in the same block (counters ahead of their
+ * clocks) so all reach the highest fence any of them gave, and the store needs no write-back for them (see
+ * fencesAgreed); a mutex or writer counting by one afterwards takes the next block's first value (or the clock's,
+ * when later).
  *
  * A reader refused by a writer's lease, or by a waiting writer's intent (which becomes that writer's lease),
  * marks the key awaited, so that the writer's release is announced (see RELEASE_SCRIPT), unless it attempts no
