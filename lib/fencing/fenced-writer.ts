@@ -143,10 +143,10 @@ function stampOf(fenceOrLock: number | Lock, lockKey: string | undefined): { fen
       throw new LockOptionsError('lockKey', lockKey, `one of the lock's keys (${fenceOrLock.keys.join(', ')})`);
     }
     fence = fenceOrLock.fences[name];
-    if (typeof fenceOrLock.token !== 'string' || fenceOrLock.token.length === 0) {
-      throw new LockOptionsError('fence', '(a Lock without a token)', 'a Lock granted by LockService, or a fence');
-    }
-    grant = createHash('sha256').update(fenceOrLock.token).digest('hex').slice(0, 32);
+    // Something shaped like a Lock without a token (a test double) shows no grant: as a bare number.
+    const token: unknown = (fenceOrLock as Partial<Lock>).token;
+    if (typeof token === 'string' && token.length > 0)
+      grant = createHash('sha256').update(token).digest('hex').slice(0, 32);
   }
   if (typeof fence !== 'number' || !Number.isSafeInteger(fence) || fence < 0) {
     throw new LockOptionsError('fence', fence, "a fencing token (a lock's `fence`: a whole number from 0)");
