@@ -1,9 +1,9 @@
 import { LockError } from '../errors/lock.error';
 
 /**
- * A fenced write was refused: the writer's fencing token is older than the last one that wrote the
- * resource, so its lock was lost and a newer holder has written since. The writer must stop, not retry
- * with the same lock.
+ * A fenced write was refused: the writer's fencing token is not newer than the last one that wrote the
+ * resource (older, or the same token from another grant), so its lock was lost and a newer holder has written
+ * since. The writer must stop, not retry with the same lock.
  */
 export class FencedWriteRejectedError extends LockError {
   constructor(
@@ -15,8 +15,12 @@ export class FencedWriteRejectedError extends LockError {
     readonly lastFence: number,
   ) {
     super(
-      `Write to ${JSON.stringify(key)} refused: fencing token ${fence} is older than ${lastFence}, the last one that wrote it. ` +
-        `The lock was lost and a newer holder has written since; stop this work.`,
+      fence < lastFence
+        ? `Write to ${JSON.stringify(key)} refused: fencing token ${fence} is older than ${lastFence}, the last one that wrote it. ` +
+            `The lock was lost and a newer holder has written since; stop this work.`
+        : `Write to ${JSON.stringify(key)} refused: fencing token ${fence} wrote it already, under a grant this writer is not ` +
+            `known to be. Another grant carried the same token, so stop this work; to write again under one grant, pass ` +
+            `the Lock rather than its fence.`,
     );
   }
 }

@@ -1,5 +1,6 @@
 // Writes to a Redis resource only with a fencing token greater than the last one it accepted.
 import type { Cluster, Redis } from 'ioredis';
+import { createHash } from 'node:crypto';
 import { LockOptionsError } from '../errors';
 import type { Lock } from '../lock.interface';
 import { lastFenceKeyOf } from './fence-keys';
@@ -21,20 +22,23 @@ export interface FencedSetOptions {
 
 /** The command defineCommand adds to the client; namespaced so it cannot clash with a user's own. */
 interface FencedSetClient {
-  nestLockFencedSet(
+  nestLockFencedSetByGrant(
     key: string,
     fenceKey: string,
     value: string | Buffer | number,
     fence: number,
     ttl: string,
+    grant: string,
   ): Promise<[number, string]>;
 }
 
 /**
- * Writes to a Redis-stored resource only with a fencing token that is not older than the last one that wrote
- * it (Kleppmann's fencing tokens). A holder whose lock expired while it was paused (GC, a stopped VM, a slow
+ * Writes to a Redis-stored resource only with a fencing token newer than the last one that wrote it
+ * (Kleppmann's fencing tokens). A holder whose lock expired while it was paused (GC, a stopped VM, a slow
  * network) still carries its old token, so its late write is refused instead of overwriting the newer
- * holder's. Equal tokens are accepted: one holder may write several times under one grant.
+ * holder's. An equal token is accepted only from the grant that wrote with it (one holder writing several
+ * times): given a Lock, the writer records a digest of its token beside the fence and knows its grant; given a
+ * bare number, it cannot tell grants apart, and refuses an equal token.
  *
  * One resource must be guarded by one lock key: tokens of different keys are unrelated sequences.
  * Errors: a refused write is a FencedWriteRejectedError (`set`) or `false` (`trySet`); bad arguments, or a
@@ -47,8 +51,8 @@ export class FencedWriter {
   constructor(client: Redis | Cluster) {
     this.client = client;
     // Defined once per client (EVALSHA, with ioredis' EVAL fallback after a SCRIPT FLUSH or a restart).
-    if (!(client as Partial<FencedSetClient>).nestLockFencedSet) {
-      client.defineCommand('nestLockFencedSet', { numberOfKeys: 2, lua: FENCED_SET_SCRIPT });
+    if (!(client as Partial<FencedSetClient>).nestLockFencedSetByGrant) {
+      client.defineCommand('nestLockFencedSetByGrant', { numberOfKeys: 2, lua: FENCED_SET_SCRIPT });
     }
   }
 
@@ -83,7 +87,7 @@ export class FencedWriter {
     if (typeof value !== 'string' && typeof value !== 'number' && !Buffer.isBuffer(value)) {
       throw new LockOptionsError('value', value, 'a string, a number or a Buffer');
     }
-    const fence = fenceOf(fenceOrLock, options.lockKey);
+    const { fence, grant } = stampOf(fenceOrLock, options.lockKey);
     const fenceKey = options.fenceKey ?? lastFenceKeyOf(key);
     if (typeof fenceKey !== 'string' || fenceKey.length === 0 || fenceKey === key) {
       throw new LockOptionsError('fenceKey', fenceKey, 'a non-empty Redis key other than the resource');
@@ -94,12 +98,13 @@ export class FencedWriter {
     }
     let reply: [number, string];
     try {
-      reply = await (this.client as unknown as FencedSetClient).nestLockFencedSet(
+      reply = await (this.client as unknown as FencedSetClient).nestLockFencedSetByGrant(
         key,
         fenceKey,
         value,
         fence,
         ttl === undefined ? '' : String(ttl),
+        grant,
       );
     } catch (error) {
       if (error instanceof Error && /CROSSSLOT|same slot/i.test(error.message)) {
@@ -124,18 +129,27 @@ export class FencedWriter {
   }
 }
 
-/** The token a write carries: a number as given, or a Lock's token for `lockKey` (default its first key). */
-function fenceOf(fenceOrLock: number | Lock, lockKey: string | undefined): number {
+/**
+ * The token a write carries and the grant it comes from: a number as given (grant unknown, ''), or a Lock's token
+ * for `lockKey` (default its first key) and a digest of its lease token, which names the grant without putting
+ * the token itself (what releases the lock) beside the resource.
+ */
+function stampOf(fenceOrLock: number | Lock, lockKey: string | undefined): { fence: number; grant: string } {
   let fence: unknown = fenceOrLock;
+  let grant = '';
   if (typeof fenceOrLock === 'object' && fenceOrLock !== null && 'fences' in fenceOrLock) {
     const name = lockKey ?? fenceOrLock.keys[0];
     if (!Object.prototype.hasOwnProperty.call(fenceOrLock.fences, name)) {
       throw new LockOptionsError('lockKey', lockKey, `one of the lock's keys (${fenceOrLock.keys.join(', ')})`);
     }
     fence = fenceOrLock.fences[name];
+    // Something shaped like a Lock without a token (a test double) shows no grant: as a bare number.
+    const token: unknown = (fenceOrLock as Partial<Lock>).token;
+    if (typeof token === 'string' && token.length > 0)
+      grant = createHash('sha256').update(token).digest('hex').slice(0, 32);
   }
   if (typeof fence !== 'number' || !Number.isSafeInteger(fence) || fence < 0) {
     throw new LockOptionsError('fence', fence, "a fencing token (a lock's `fence`: a whole number from 0)");
   }
-  return fence;
+  return { fence, grant };
 }

@@ -9,8 +9,16 @@ import { type RedlockNodes, startRedlockNodes } from './helpers/redlock-nodes';
 const namer = new LockKeyNamer('lock:');
 
 /**
+ * A fence counter far ahead of the clock every grant's fence is at least (the Redis server's, in µs: the test's
+ * servers run on this host), as if other nodes' grants had pushed it there: about 11 days ahead, a multiple of 3.
+ */
+function farAhead(): number {
+  return Math.floor((Date.now() * 1_000 + 1e12) / 3) * 3;
+}
+
+/**
  * Each node keeps its own fence counter, so a grant made by another quorum than the last one would see
- * lower counters. The store returns the maximum over the granting quorum and writes it back to a quorum of
+ * lower counters (a counter ahead of the clock: a grant's fence is at least the node's clock in µs). The store returns the maximum over the granting quorum and writes it back to a quorum of
  * holders first; these grants rotate the quorum over all five nodes by pausing a different pair each time.
  */
 describe('Redlock fences across moving quorums (5 real Redis nodes, SIGSTOP)', () => {
@@ -28,11 +36,12 @@ describe('Redlock fences across moving quorums (5 real Redis nodes, SIGSTOP)', (
     const { fenceKey } = namer.names(key);
     await (await locks.acquire(uniqueKey('warm-up'))).release();
     // Node 4's counter is far ahead of the others (as if it alone had seen many grants).
-    await nodes.inspectors[4].set(fenceKey, '1000');
+    const ahead = farAhead();
+    await nodes.inspectors[4].set(fenceKey, String(ahead));
 
     /** The paused pair of each grant; the granting quorum is the other three. */
     const pausedPairs = [
-      [0, 1], // quorum {2,3,4}: 4 is at 1000, so 2 and 3 must be raised
+      [0, 1], // quorum {2,3,4}: 4 is far ahead, so 2 and 3 must be raised
       [3, 4], // quorum {0,1,2}: only node 2 was raised
       [1, 2], // quorum {0,3,4}
       [0, 4], // quorum {1,2,3}
@@ -48,8 +57,8 @@ describe('Redlock fences across moving quorums (5 real Redis nodes, SIGSTOP)', (
       const counters = await Promise.all(live.map((node) => nodes.inspectors[node].get(fenceKey)));
       if (index === 0) {
         // The write-back: the two nodes behind were raised to the grant's fence before it was returned.
-        expect(lock.fence).toBe(1001);
-        expect(counters).toEqual(['1001', '1001', '1001']);
+        expect(lock.fence).toBe(ahead + 1);
+        expect(counters).toEqual([String(ahead + 1), String(ahead + 1), String(ahead + 1)]);
       }
       // A quorum of the holders has a counter at least the grant's fence.
       expect(counters.filter((counter) => Number(counter) >= lock.fence).length).toBeGreaterThanOrEqual(3);
@@ -62,9 +71,10 @@ describe('Redlock fences across moving quorums (5 real Redis nodes, SIGSTOP)', (
 
 /**
  * One node's permit fences by stride, deterministically: three nodes of a Redlock of 3 (residues 0, 1, 2) on
- * counters at the same value hand out three different fences, each above the counter, and leave the counter at
- * their block's end. With INCR (before) all three gave the same value: two grants taking their highest fence from
- * different nodes then shared it.
+ * counters at the same value (ahead of the clock) hand out three different fences, each above the counter, and
+ * leave the counter at their block's end. With INCR (before) all three gave the same value: two grants taking
+ * their highest fence from different nodes then shared it. On a counter behind the clock, or none, the block is
+ * the clock's: each fence is above the server's time in µs, still one of the node's own residue.
  */
 describe('Redlock node: permit fences by stride (one real Redis)', () => {
   let server: RedisProcess;
@@ -84,7 +94,8 @@ describe('Redlock node: permit fences by stride (one real Redis)', () => {
     );
     try {
       const given: number[][] = [];
-      for (const start of ['0', '7', '8', '9', '1000']) {
+      const base = farAhead();
+      for (const start of [base, base + 7, base + 8, base + 9, base + 1000].map(String)) {
         const row: number[] = [];
         for (const [residue, node] of stores.entries()) {
           const key = namer.names(uniqueKey(`stride-${start}-${residue}`));
@@ -104,6 +115,26 @@ describe('Redlock node: permit fences by stride (one real Redis)', () => {
         given.push(row);
       }
       expect(given.map((row) => new Set(row).size)).toEqual([3, 3, 3, 3, 3]);
+      for (const start of ['0', undefined]) {
+        const row: number[] = [];
+        for (const [residue, node] of stores.entries()) {
+          const key = namer.names(uniqueKey(`stride-clock-${residue}`));
+          if (start !== undefined) await server.command('SET', key.fenceKey, start);
+          const [seconds, micros] = (await server.command('TIME')) as string[];
+          const before = Number(seconds) * 1e6 + Number(micros);
+          const reply = await node.acquire(
+            { keys: [key], token: `token|${residue}`, ttl: 10_000, shape: { kind: 'read' } },
+            2_000,
+          );
+          if (!reply.acquired) throw new Error('not granted');
+          expect(Number.isSafeInteger(reply.fences[0])).toBe(true);
+          expect(reply.fences[0]).toBeGreaterThan(before);
+          expect(reply.fences[0] % 3).toBe(residue);
+          expect(await server.command('GET', key.fenceKey)).toBe(String(reply.reaches?.[0] ?? reply.fences[0]));
+          row.push(reply.fences[0]);
+        }
+        expect(new Set(row).size).toBe(3);
+      }
       // Foreign data at the fence key (what INCR would refuse, or past 2^53) is refused, not overwritten.
       for (const foreign of ['1.5', ' 7', 'nan', '99999999999999999999']) {
         const key = namer.names(uniqueKey('stride-foreign'));
@@ -169,7 +200,8 @@ describe('Redlock permit and reader fences (3 real Redis nodes)', () => {
     const { locks } = await apps.start({ nodes: nodes.option });
     const key = uniqueKey('permit-moving-quorum');
     const { fenceKey } = namer.names(key);
-    await nodes.inspectors[2].set(fenceKey, '1000');
+    const ahead = farAhead();
+    await nodes.inspectors[2].set(fenceKey, String(ahead));
     const fences: number[] = [];
     // Quorum {1, 2} (node 2 far ahead: node 1 is raised), then {0, 1}, then {0, 2}.
     for (const paused of [0, 2, 1]) {
@@ -178,8 +210,9 @@ describe('Redlock permit and reader fences (3 real Redis nodes)', () => {
       fences.push(permit.fence);
       await permit.release();
     }
-    // Node 2's block after 1000 is 1002-1004: its value is 1004 (≡ 2 mod 3); node 1, raised to it, goes on from there.
-    expect(fences[0]).toBe(1004);
+    // Node 2's block after `ahead` (a multiple of 3) is ahead+3 to ahead+5: its value is ahead+5 (≡ 2 mod 3); node 1,
+    // raised to it, goes on from there.
+    expect(fences[0]).toBe(ahead + 5);
     expect(fences.filter((fence, i) => i > 0 && fence <= fences[i - 1])).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import Redis, { Cluster } from 'ioredis';
-import { FencedWriteRejectedError, FencedWriter, LockOptionsError, lastFenceKeyOf } from '../../lib';
+import { FencedWriteRejectedError, FencedWriter, type Lock, LockOptionsError, lastFenceKeyOf } from '../../lib';
 import { connected, trackLockApps, uniqueKey } from '../support/lock-app';
 import { startRedisCluster, type RedisClusterProcess } from '../support/redis-cluster';
 import { startRedis, type RedisProcess } from '../support/redis-server';
@@ -28,12 +28,11 @@ describe('FencedWriter (one Redis)', () => {
     expect(await client.get(lastFenceKeyOf(key))).toBe('7');
   });
 
-  it('a newer fence is accepted, an equal one too (one holder writing twice), an older one refused', async () => {
+  it('a newer fence is accepted; an older one, or an equal bare number (its grant unknown), is refused', async () => {
     const key = uniqueKey('resource');
     await writer.set(key, 'a', 5);
     await writer.set(key, 'b', 9);
-    await writer.set(key, 'c', 9);
-    expect(await client.get(key)).toBe('c');
+    expect(await client.get(key)).toBe('b');
 
     const refused = await writer.set(key, 'stale', 8).then(
       () => undefined,
@@ -42,11 +41,43 @@ describe('FencedWriter (one Redis)', () => {
     expect(refused).toBeInstanceOf(FencedWriteRejectedError);
     expect(refused).toMatchObject({ key, fence: 8, lastFence: 9 });
     expect(await writer.trySet(key, 'stale', 1)).toBe(false);
+    const equal = await writer.set(key, 'same', 9).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(equal).toBeInstanceOf(FencedWriteRejectedError);
+    expect(equal).toMatchObject({ key, fence: 9, lastFence: 9 });
     // Neither the value nor the last fence moved.
-    expect(await client.get(key)).toBe('c');
+    expect(await client.get(key)).toBe('b');
     expect(await client.get(lastFenceKeyOf(key))).toBe('9');
     expect(await writer.trySet(key, 'd', 10)).toBe(true);
     expect(await client.get(key)).toBe('d');
+  });
+
+  it("an equal fence is accepted from the grant that wrote with it (a holder's repeat write) and refused from another grant", async () => {
+    const { locks } = await apps.start({ redis: server.url });
+    const key = uniqueKey('resource');
+    const lock = await locks.acquire(uniqueKey('guard'));
+    await writer.set(key, 'first', lock);
+    await writer.set(key, 'again', lock);
+    expect(await client.get(key)).toBe('again');
+    // Another grant carrying the same fence (what a clock stepped back across a data loss could give): refused.
+    const other = {
+      keys: lock.keys,
+      fence: lock.fence,
+      fences: lock.fences,
+      token: 'another grant',
+    } as unknown as Lock;
+    await expect(writer.set(key, 'other grant', other)).rejects.toBeInstanceOf(FencedWriteRejectedError);
+    expect(await writer.trySet(key, 'bare number', lock.fence)).toBe(false);
+    expect(await client.get(key)).toBe('again');
+    // The grant is recorded as a digest of its token, never the token itself.
+    const recorded = String(await client.get(lastFenceKeyOf(key)));
+    expect(recorded).toMatch(new RegExp(`^${lock.fence}:[0-9a-f]{32}$`));
+    expect(recorded).not.toContain(lock.token);
+    await writer.set(key, 'still the holder', lock);
+    expect(await client.get(key)).toBe('still the holder');
+    await lock.release();
   });
 
   it('concurrent writers in any order: the greatest fence wins and no older write lands after it', async () => {
@@ -88,7 +119,7 @@ describe('FencedWriter (one Redis)', () => {
     await locks.withLock([a, b], async (lock) => {
       const resource = uniqueKey('resource');
       await writer.set(resource, 'x', lock, { lockKey: b });
-      expect(await client.get(lastFenceKeyOf(resource))).toBe(String(lock.fences[b]));
+      expect(await client.get(lastFenceKeyOf(resource))).toMatch(new RegExp(`^${lock.fences[b]}:[0-9a-f]{32}$`));
       await expect(writer.set(resource, 'y', lock, { lockKey: 'not-held' })).rejects.toBeInstanceOf(LockOptionsError);
     });
   });

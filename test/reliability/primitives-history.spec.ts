@@ -155,8 +155,8 @@ describe('history checker: semaphore and read-write lock across processes', () =
     expect(semaphore.overLimit).toBeGreaterThan(0);
     expect(semaphore.maxInside).toBeGreaterThan(LIMIT);
     expect(readWrite.writerOverlaps).toBeGreaterThan(0);
-    // Each process counts its own fences: grants of one process are not above those of another.
-    expect(semaphore.fenceInversions).toBeGreaterThan(0);
+    // Not the fences: each process's are at least its wall clock in µs, so grants made one after another in
+    // different processes mostly rise anyway (what lets a resource fenced by one run accept the next run's).
   });
 });
 

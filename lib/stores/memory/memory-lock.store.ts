@@ -53,7 +53,9 @@ interface Intent {
  * Leases in a Map of this process: the same semantics as the Redis store (lease expiry, tokens, strictly
  * increasing fences, release announcements for waiters), correct only among callers of this one process.
  * One fence counter serves every key: strictly greater than any earlier grant of the same key, without a
- * counter per key left behind in memory.
+ * counter per key left behind in memory; and never below this host's clock in µs, so that the fences of a
+ * process started again are above those of the one before (as a Redis server's clock does it for Redis: see
+ * NEXT_FENCE), for a resource fenced with both.
  */
 export class MemoryLockStore implements LockStore {
   readonly kind = 'memory';
@@ -106,11 +108,18 @@ export class MemoryLockStore implements LockStore {
       }
     }
     const fences = request.keys.map((key) => {
-      const fence = ++this.fenceCounter;
+      const fence = this.nextFence();
       this.leases.set(key.lockKey, { token: request.token, fence, expiresAt: now + request.ttl });
       return fence;
     });
     return { acquired: true, fences, validUntil: now + request.ttl };
+  }
+
+  /** The next fence: above the last one, and at least the wall clock in microseconds. */
+  private nextFence(): number {
+    const clock = Math.floor((performance.timeOrigin + performance.now()) * 1_000);
+    this.fenceCounter = Math.max(this.fenceCounter + 1, clock);
+    return this.fenceCounter;
   }
 
   /** A permit of a semaphore, or a reader: one more holder of the key, if the key admits one now. */
@@ -146,7 +155,7 @@ export class MemoryLockStore implements LockStore {
       set = { shape, holders: new Map() };
       this.permits.set(key.lockKey, set);
     }
-    const fence = ++this.fenceCounter;
+    const fence = this.nextFence();
     set.holders.set(request.token, { fence, expiresAt: now + request.ttl });
     return { acquired: true, fences: [fence], validUntil: now + request.ttl, vacant: set.holders.size < limit };
   }

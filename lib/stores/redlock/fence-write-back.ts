@@ -54,14 +54,18 @@ function reaches(grant: NodeGrant, target: readonly number[]): boolean {
  *   - k held this grant from before S was complete until after it was returned (the lease outlives the
  *     return: the store never returns a grant whose validity is over), so L's acquire script ran on k
  *     after this grant was returned, hence after k's counter was >= F;
- *   - that script gave L a value above k's counter, so > F (INCR, or the next block's for a permit), and
+ *   - that script gave L a value above k's counter, so > F (NEXT_FENCE: above the counter), and
  *     L's fence, a maximum that includes k's, is > F.
  * (For permits or readers, k may admit L while it still holds this grant; what the argument needs is that L's
  * script ran on k after S was complete, which holds for any L asked for after this grant was returned. Grants
  * made at the same moment are not ordered, only distinct: see PERMIT_ACQUIRE_SCRIPT.)
  * Raising nodes outside the granting quorum would not do: a later grant may have taken such a node
  * before the raise reached it, and the intersection argument needs a node it could only take afterwards.
- * Like the single-Redis fence, this holds while nodes keep their counters (no restart without persistence).
+ * This needs no clock while nodes keep their counters. When k lost its counter (restarted empty, or failed over
+ * to a replica that had not received the raise), k's value is still at least k's clock in µs (NEXT_FENCE), above
+ * F when k's host is not behind the hosts of this grant's quorum by more than the time between the two grants: the
+ * clock assumption of docs/design.md, "Fences across data loss". With clock floors the nodes of a quorum give
+ * different values (each its own microsecond), so the write-back runs on most grants.
  *
  * A permit or reader (several holders, each with its fence in the record beside the set) also has F recorded
  * as its own fence on the nodes raised. The other nodes that granted it recorded what their own counter gave

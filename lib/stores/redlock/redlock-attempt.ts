@@ -102,8 +102,8 @@ export class RedlockAttempts {
           vacant ||= answer.value.vacant === true;
         }
       }
-      // As a rule a quorum of the granting nodes already gave (or, for permits, reached) the highest fences:
-      // nothing to write back, and no round to wait for.
+      // When a quorum of the granting nodes already gave (or, for permits, reached) the highest fences, nothing is
+      // written back and no round waited for; with fences floored by each node's clock that is the exception.
       let fences: number[] | undefined;
       // Taken back after all, the grant is announced as a release: it held a quorum, so waiters refused for it
       // sleep until a release of it (or its lease's end) and this caller, throwing, will never release it.

@@ -1,21 +1,23 @@
 // A mutex's acquisition (a read-write lock's writer's too, until it meets readers), of one key or several at once.
 import { lockScript } from '../../clients/lock-script';
 import { MARK_AWAITED } from './mark-awaited.lua';
+import { NEXT_FENCE } from './next-fence.lua';
 
 /**
  * KEYS: lock keys 1..n, then fence keys 1..n, then awaited marks 1..n. ARGV: token, ttl (ms), and '0' when
  * the caller makes no further attempt (tryAcquire, `wait: 0`, its wait's last attempt), as the read-write and
  * permit scripts take it; absent otherwise, so the hot path sends two arguments.
  * Sets every lock key NX PX (all or none: keys set before a busy one are deleted again in the same script;
- * a key already holding this token counts as set, see below), then bumps each key's fence counter (which
- * never expires). A refusal by a lease marks the key awaited, so that its release is announced; not for a
- * caller that will not wait (the job instances that skip a scheduled tick, as a rule).
+ * a key already holding this token counts as set, see below), then takes each key's next fence (NEXT_FENCE:
+ * above its counter, which never expires, and at least the server's clock in µs). A refusal by a lease marks
+ * the key awaited, so that its release is announced; not for a caller that will not wait (the job instances
+ * that skip a scheduled tick, as a rule).
  * Returns the fence granted, for one key (the hot path: an integer reply, no table to build nor to parse);
  * {1, fence1..fencen} granted, for several; {0, pttl, holder token} busy; {-3, i, pttl} lock key i holds
  * permits (a semaphore's, or readers': see PERMIT_ACQUIRE_SCRIPT; the store then takes the writer's path or
  * refuses the mix); {-1, i} lock key i holds foreign data; {-2, i} fence key i holds foreign data.
  */
-export const ACQUIRE_SCRIPT = `${MARK_AWAITED}
+export const ACQUIRE_SCRIPT = `${MARK_AWAITED}${NEXT_FENCE}
 local n = #KEYS / 3
 for i = 1, n do
   if not redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -38,9 +40,10 @@ for i = 1, n do
     end
   end
 end
+local now = now_us()
 if n == 1 then
-  local fence = redis.pcall('INCR', KEYS[2])
-  if type(fence) == 'table' then
+  local fence = next_fence(KEYS[2], now, 1, 0)
+  if not fence then
     redis.call('DEL', KEYS[1])
     return {-2, 1}
   end
@@ -48,8 +51,8 @@ if n == 1 then
 end
 local reply = {1}
 for i = 1, n do
-  local fence = redis.pcall('INCR', KEYS[n + i])
-  if type(fence) == 'table' then
+  local fence = next_fence(KEYS[n + i], now, 1, 0)
+  if not fence then
     for j = 1, n do redis.call('DEL', KEYS[j]) end
     return {-2, i}
   end

@@ -19,4 +19,5 @@ export * from './write-acquire.script';
 export * from './withdraw.script';
 export * from './server-id.script';
 export * from './mark-awaited.lua';
+export * from './next-fence.lua';
 export * from './permit-helpers.lua';

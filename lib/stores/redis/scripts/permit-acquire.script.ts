@@ -1,6 +1,7 @@
 // A semaphore permit's or a reader's acquisition.
 import { lockScript } from '../../clients/lock-script';
 import { MARK_AWAITED } from './mark-awaited.lua';
+import { NEXT_FENCE } from './next-fence.lua';
 import { PERMIT_HELPERS } from './permit-helpers.lua';
 
 /**
@@ -15,18 +16,19 @@ import { PERMIT_HELPERS } from './permit-helpers.lua';
  * not this library's; {-2} the fence key does.
  *
  * Fences by stride (Redlock): a Redlock grant's fence is the highest its quorum's nodes gave, and with every
- * node counting by INCR two permits granted at once by different quorums could take the same highest value
- * from different nodes. With a stride the counter moves in blocks of N: the grant takes the next block,
- * its fence is the block's value ≡ residue (mod N), one no other node ever hands out, and the counter is set
- * to the block's last value (`reach`). Nodes granting in the same block so all reach the highest fence any of
- * them gave, and the store needs no write-back for them (see fencesAgreed); a mutex or writer counting by
- * INCR afterwards takes the next block's first value.
+ * node counting by one two permits granted at once by different quorums could take the same highest value
+ * from different nodes. With a stride the counter moves in blocks of N (see NEXT_FENCE): the grant takes the
+ * next block, its fence is the block's value ≡ residue (mod N), one no other node ever hands out, and the
+ * counter is set to the block's last value (`reach`). Nodes granting in the same block (counters ahead of their
+ * clocks) so all reach the highest fence any of them gave, and the store needs no write-back for them (see
+ * fencesAgreed); a mutex or writer counting by one afterwards takes the next block's first value (or the clock's,
+ * when later).
  *
  * A reader refused by a writer's lease, or by a waiting writer's intent (which becomes that writer's lease),
  * marks the key awaited, so that the writer's release is announced (see RELEASE_SCRIPT), unless it attempts no
  * more; a permit's release is always announced.
  */
-export const PERMIT_ACQUIRE_SCRIPT = `${PERMIT_HELPERS}${MARK_AWAITED}
+export const PERMIT_ACQUIRE_SCRIPT = `${PERMIT_HELPERS}${MARK_AWAITED}${NEXT_FENCE}
 local set, fenceKey, record, writer = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local value, ttl, wanted, limit = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local kind = redis.call('TYPE', set).ok
@@ -63,28 +65,10 @@ if limit > 0 and count >= limit and not redis.call('ZSCORE', set, value) then
   local first = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
   return {0, math.max(1, tonumber(first[2]) - now)}
 end
-local fence, reach
-local step = tonumber(ARGV[6])
-if step then
-  local current = redis.pcall('GET', fenceKey)
-  -- Only a counter this library writes is taken: digits, at most 2^53 - 1 less two blocks (Lua's numbers count
-  -- exactly up to 2^53). Anything else is foreign data, as INCR would refuse what is not an integer: taken, a
-  -- sign, a fraction or a huge value could move the counter back.
-  if type(current) == 'table' or (current and (not string.match(current, '^%d+$') or tonumber(current) > 9007199254740991 - 2 * step)) then
-    settle(set, record, now)
-    return {-2}
-  end
-  local block = math.floor((tonumber(current) or 0) / step) + 1
-  fence = block * step + tonumber(ARGV[7])
-  reach = block * step + step - 1
-  redis.call('SET', fenceKey, string.format('%d', reach))
-else
-  fence = redis.pcall('INCR', fenceKey)
-  if type(fence) == 'table' then
-    settle(set, record, now)
-    return {-2}
-  end
-  reach = fence
+local fence, reach = next_fence(fenceKey, now_us(), tonumber(ARGV[6]) or 1, tonumber(ARGV[7]) or 0)
+if not fence then
+  settle(set, record, now)
+  return {-2}
 end
 if redis.call('ZADD', set, now + ttl, value) == 1 then count = count + 1 end
 redis.call('HSET', record, '#kind', wanted, value, string.format('%d', fence))

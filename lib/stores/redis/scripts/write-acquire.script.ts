@@ -1,6 +1,7 @@
 // A writer's acquisition on a key that readers may hold (the writer's side of a read-write lock).
 import { lockScript } from '../../clients/lock-script';
 import { MARK_AWAITED } from './mark-awaited.lua';
+import { NEXT_FENCE } from './next-fence.lua';
 import { PERMIT_HELPERS } from './permit-helpers.lua';
 
 /**
@@ -28,7 +29,7 @@ import { PERMIT_HELPERS } from './permit-helpers.lua';
  * A refusal by another writer's lease marks the key awaited (see RELEASE_SCRIPT), unless the caller attempts no
  * more; readers' releases are always announced.
  */
-export const WRITE_ACQUIRE_SCRIPT = `${PERMIT_HELPERS}${MARK_AWAITED}
+export const WRITE_ACQUIRE_SCRIPT = `${PERMIT_HELPERS}${MARK_AWAITED}${NEXT_FENCE}
 local lock, fenceKey, record, writer = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, ttl = ARGV[1], ARGV[2]
 -- Records (or renews) this writer's intent unless another writer's is there: 1 when it is this one's.
@@ -72,8 +73,8 @@ if not redis.call('SET', lock, token, 'NX', 'PX', ttl) then
     return {0, pttl, holder, intend()}
   end
 end
-local fence = redis.pcall('INCR', fenceKey)
-if type(fence) == 'table' then
+local fence = next_fence(fenceKey, now_us(), 1, 0)
+if not fence then
   redis.call('DEL', lock)
   return {-2}
 end
