@@ -67,7 +67,9 @@ export interface LockElectedEvent extends LockEventOf<'elected'> {
 
 /** This instance's term of a leadership ended. */
 export interface LockDeposedEvent extends LockEventOf<'deposed'> {
+  /** The leadership's name. */
   readonly leader: string;
+  /** The term that ended. */
   readonly term: number;
   /** lost (the lease), resigned (`fn` returned or threw, or stop()), shutdown. */
   readonly reason: LeaderDeposedReason;

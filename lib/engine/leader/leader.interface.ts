@@ -33,6 +33,7 @@ export interface Leadership {
 
 /** Who leads `name` now, as the store says (`LockService.leader`). */
 export interface LeaderInfo {
+  /** The leadership's name. */
   readonly name: string;
   /** The leader's `instance`. */
   readonly instance: string;
