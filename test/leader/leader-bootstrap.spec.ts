@@ -1,4 +1,4 @@
-import { Injectable, Scope } from '@nestjs/common';
+import { Injectable, Logger, Scope } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom, filter, toArray } from 'rxjs';
 import { Leader, LockModule, LockOptionsError, LockService, type LeaderTerm, type LockEvent } from '../../lib';
@@ -53,6 +53,28 @@ describe('leader election: bad input and @Leader at bootstrap', () => {
     }
     // Nothing was started by the refused calls.
     expect(await locks.leader('jobs')).toBeNull();
+  });
+
+  it('a failing fn is logged as an error naming the leadership and the term, and the next term begins', async () => {
+    const errors = vi.spyOn(Logger.prototype, 'error');
+    try {
+      const { locks } = await apps.start({});
+      const terms: number[] = [];
+      const leadership = locks.lead(
+        'failing',
+        (term) => {
+          terms.push(term.term);
+          throw new Error('the broker is down');
+        },
+        { ttl: 100 },
+      );
+      await eventually(async () => terms.length >= 2, 5_000, 'a second term');
+      await leadership.stop();
+      const logged = errors.mock.calls.map(([message]) => String(message));
+      expect(logged).toContain(`Leader of "failing" (term ${terms[0]}) failed: the broker is down`);
+    } finally {
+      errors.mockRestore();
+    }
   });
 
   it('@Leader with an empty or non-string name, or a misspelt option, fails as the class loads, naming the method', () => {

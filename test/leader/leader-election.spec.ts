@@ -158,7 +158,7 @@ describeEachStore(
       await b.leadership.stop();
     });
 
-    it('fn throwing (or returning at once) is logged, never an unhandled rejection, and the candidate campaigns again', async () => {
+    it('fn throwing (or returning at once) is never an unhandled rejection: the candidate resigns and campaigns again, each term greater', async () => {
       const { locks } = await apps.start(store.options());
       const rejections = recordUnhandledRejections();
       try {

@@ -68,8 +68,13 @@ export class Campaign implements Leadership {
   ) {
     this.key = leaderKey(name);
     this.yieldFor = Math.min(settings.ttl / 2, 1_000);
-    // Never rejects: every failure of a term is logged, and the loop goes on until stopped.
-    this.done = this.campaign().finally(() => this.host.ended(this));
+    // Never rejects: a term's failures are logged and the loop goes on until stopped; anything else that
+    // escapes it (a logger or telemetry exporter that throws) is logged here, never an unhandled rejection.
+    this.done = this.campaign()
+      .catch((error: unknown) =>
+        this.host.logger.error(`The campaign for leadership "${name}" stopped: ${safeMessage(error)}`),
+      )
+      .finally(() => this.host.ended(this));
   }
 
   get isLeader(): boolean {
