@@ -253,7 +253,8 @@ describeEachStore(
       const candidate = new Bench().campaign(locks, name, { ttl: 200 });
       await leads(candidate);
       const [term] = candidate.terms;
-      const until = performance.now() + 500;
+      // Past the 200 ms lease, and short: the other rows of this file run in the same process meanwhile.
+      const until = performance.now() + 300;
       while (performance.now() < until) {
         // The event loop blocked past the lease, as a paused process is.
       }
