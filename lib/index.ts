@@ -5,6 +5,8 @@ export * from './options/lock-options.interface';
 export { LOCK_DEFAULTS } from './options/module-options.resolver';
 export { LockModule } from './lock.module';
 export { LockService } from './lock.service';
+export type { LeaderInfo, LeaderTerm, Leadership, LeaderDeposedReason } from './engine/leader/leader.interface';
+export type { LeaderOptions } from './options/leader-options';
 export * from './decorators';
 export { LockInterceptor } from './interceptors/lock.interceptor';
 export { LockErrorFilter } from './interceptors/lock-error.filter';
@@ -19,6 +21,8 @@ export type {
   LockBusyEvent,
   LockLostEvent,
   LockUnavailableEvent,
+  LockElectedEvent,
+  LockDeposedEvent,
   LockInfo,
   LockHolder,
 } from './observability';

@@ -5,6 +5,7 @@ import { LockHealthIndicator } from './health/lock-health.indicator';
 import { LockErrorFilter } from './interceptors/lock-error.filter';
 import { LockErrorMappingInterceptor } from './interceptors/lock-error-mapping.interceptor';
 import { LockExplorer } from './discovery/lock.explorer';
+import { LeaderExplorer } from './discovery/leader.explorer';
 import { LockInterceptor } from './interceptors/lock.interceptor';
 import { LockMetadataAccessor } from './decorators/lock-metadata.accessor';
 import { LockModuleCensus } from './discovery/lock-module-census';
@@ -53,6 +54,7 @@ export const LOCK_PROVIDERS: Provider[] = [
   LockMetadataAccessor,
   LockInterceptor,
   LockExplorer,
+  LeaderExplorer,
   RetryAfterEstimator,
   LockModuleCensus,
   LockStartupCheck,

@@ -3,12 +3,14 @@
  * stream, and the lifecycle of what this service holds (its leases, shutdown). Acquiring itself is the
  * engine's job (engine/acquisition.ts).
  */
-import { Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationShutdown } from '@nestjs/common';
 import type { Observable } from 'rxjs';
-import { InvalidLockKeyError, LockOptionsError } from './errors';
+import { InvalidLockKeyError, LockOptionsError, LockUnavailableError } from './errors';
 import { SHUTTING_DOWN } from './errors/unavailable-details';
 import { safeMessage } from './errors/safe-cause';
 import { Acquisition } from './engine/acquisition';
+import { Campaign, type CampaignHost } from './engine/leader/campaign';
+import type { LeaderInfo, Leadership, LeaderTerm } from './engine/leader/leader.interface';
 import { LockKeyNamer, normalizeKeys } from './keys';
 import { HeldLock } from './engine/lease/held-lock';
 import { InFlight } from './engine/lease/in-flight';
@@ -18,6 +20,13 @@ import { LOCK_OPTIONS, LOCK_STORE } from './lock.constants';
 import type { Lock } from './lock.interface';
 import { LockContext } from './engine/lock-context';
 import type { AcquireOptions, ResolvedLockOptions } from './options/lock-options.interface';
+import {
+  LEADER_KEY_PREFIX,
+  type LeaderOptions,
+  leaderKey,
+  leaderName,
+  resolveLeaderSettings,
+} from './options/leader-options';
 import { parseLeaseValue } from './observability/lease-owner';
 import type { LockEvent } from './observability/lock-event';
 import type { LockInfo } from './observability/lock-info';
@@ -35,7 +44,7 @@ const SHUTDOWN_RELEASE_TIMEOUT_MS = 2_000;
  * guarantees and the contract of each public method.
  */
 @Injectable()
-export class LockService implements OnApplicationShutdown {
+export class LockService implements BeforeApplicationShutdown, OnApplicationShutdown {
   // The members marked @internal serve the module's own parts (a Lease's host, the interceptor) and are left
   // out of the published types, so they stay out of an application's autocomplete. LockService is a LeaseHost
   // by shape only: an `implements` clause would have to name them in the published types.
@@ -53,6 +62,9 @@ export class LockService implements OnApplicationShutdown {
   private closed = false;
   /** This service's holders evicted by its own forceRelease: its warning already tells of their loss. */
   private readonly forceReleased = new WeakSet<Lease>();
+  /** Leaderships campaigning (lead, @Leader), until stopped. */
+  private readonly campaigns = new Set<Campaign>();
+  private readonly campaignHost: CampaignHost;
 
   constructor(
     @Inject(LOCK_OPTIONS) private readonly options: ResolvedLockOptions,
@@ -72,6 +84,16 @@ export class LockService implements OnApplicationShutdown {
       closed: () => this.closed,
       adopt: (lease) => void this.held.add(lease),
     });
+    this.campaignHost = {
+      logger: this.logger,
+      instance: options.instance,
+      observer: this.observer,
+      acquire: (key, acquireOptions) => this.acquire(key, acquireOptions),
+      runWithLock: (lock, fn) => this.runWithLock(lock, fn),
+      releaseQuietly: (lock) => this.releaseQuietly(lock),
+      closed: () => this.closed,
+      ended: (campaign) => void this.campaigns.delete(campaign),
+    };
   }
 
   /**
@@ -117,6 +139,36 @@ export class LockService implements OnApplicationShutdown {
     return this.store.isLocked(this.namer.names(name));
   }
 
+  /**
+   * Campaigns for leadership `name` until `stop()` or shutdown: while this instance leads, `fn` runs with the
+   * term (its `signal` aborts when the term ends); when `fn` returns or throws (logged), the instance resigns and
+   * campaigns again, after the instances already waiting. The lease is renewed while `fn` runs.
+   */
+  lead(name: string, fn: (term: LeaderTerm) => unknown, options?: LeaderOptions): Leadership {
+    const leadership = leaderName(name);
+    if (typeof fn !== 'function') throw new LockOptionsError('fn', fn, 'a function to run while this instance leads');
+    const settings = resolveLeaderSettings(this.options, options);
+    if (this.closed) throw new LockUnavailableError([leaderKey(leadership)], SHUTTING_DOWN);
+    const campaign = new Campaign(this.campaignHost, leadership, fn, settings);
+    this.campaigns.add(campaign);
+    return campaign;
+  }
+
+  /** Who leads `name` now, as the store says (null when nobody does): for operators. */
+  async leader(name: string): Promise<LeaderInfo | null> {
+    const leadership = leaderName(name);
+    const state = await this.store.inspect(this.namer.names(leaderKey(leadership)));
+    const holder = state?.holders[0];
+    if (!holder) return null;
+    const { instance } = parseLeaseValue(holder.value);
+    return { name: leadership, instance, term: holder.fence, ttlLeft: holder.ttlLeft };
+  }
+
+  /** @internal The leaderships this service leads now (the health indicator's detail). */
+  leading(): string[] {
+    return [...this.campaigns].filter((campaign) => campaign.isLeader).map((campaign) => campaign.name);
+  }
+
   /** Who holds `key` (null when free): each holder's instance, remaining lease and fence; the token only for this service's own. */
   async inspect(key: string): Promise<LockInfo | null> {
     if (typeof key !== 'string') throw new InvalidLockKeyError(key, 'inspect takes one key, a string');
@@ -128,7 +180,9 @@ export class LockService implements OnApplicationShutdown {
       const own = this.leaseWith(value);
       return own ? { instance, token: own.token, ttlLeft, fence } : { instance, ttlLeft, fence };
     });
-    return { key: name, kind: state.kind, holders };
+    // A leadership's key: its one holder is the leader, its fence the term.
+    const kind = state.kind === 'mutex' && name.startsWith(LEADER_KEY_PREFIX) ? 'leader' : state.kind;
+    return { key: name, kind, holders };
   }
 
   /**
@@ -212,9 +266,21 @@ export class LockService implements OnApplicationShutdown {
     this.observer.ended(lease.keys, lease.terms.label, lease.terms.grantedAt, lostBecause);
   }
 
+  /**
+   * Leaderships end first, before the application's other shutdown hooks close what their work uses: each term
+   * under way is told (its signal aborts) and, once its `fn` has returned, its lease is released so that
+   * another instance takes over at once. An `fn` that does not return in time loses its lease below.
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    const ending = Promise.all([...this.campaigns].map((campaign) => campaign.end('shutdown')));
+    await Promise.race([ending, sleep(SHUTDOWN_RELEASE_TIMEOUT_MS)]);
+  }
+
   /** Stops renewals, releases every lock still held, and closes what the store opened. */
   async onApplicationShutdown(): Promise<void> {
     if (this.closed) return;
+    // Called alone (without the hook before it): leaderships are told before their leases are revoked.
+    for (const campaign of this.campaigns) void campaign.end('shutdown');
     this.closed = true;
     // Waiters first: woken, each finds the service closed and is refused now, not after the releases below.
     this.store.wakeWaiters();

@@ -1,1 +1,2 @@
 export * from './locked.decorator';
+export { Leader } from './leader.decorator';

@@ -1,7 +1,8 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
 import { LOCK_STORE } from '../lock.constants';
 import type { NodeHealth, StoreHealthSource } from '../stores/store-health';
 import { safeMessage } from '../errors/safe-cause';
+import { LockService } from '../lock.service';
 
 /** The details of one lock store's health, as Terminus shows them under the check's key. */
 export type LockHealthDetails = {
@@ -14,6 +15,8 @@ export type LockHealthDetails = {
   readonly quorum?: number;
   /** Redlock: each node's answer. */
   readonly nodes?: readonly NodeHealth[];
+  /** The leaderships this instance leads now (LockService.lead, @Leader), when it leads any. */
+  readonly leading?: readonly string[];
 };
 
 /** Terminus's `HealthIndicatorResult` shape: `{ [key]: { status, ...details } }`. */
@@ -21,7 +24,8 @@ export type LockHealthIndicatorResult<Key extends string = string> = Record<Key,
 
 /**
  * A health indicator for `@nestjs/terminus` (11 and 12): up while the lock store answers (Redlock: while a
- * quorum of nodes answers, with each node's answer), down otherwise.
+ * quorum of nodes answers, with each node's answer), down otherwise; `leading` names the leaderships this
+ * instance leads now, when it leads any.
  *
  * It returns Terminus's result shape rather than building it with Terminus's classes, so this library
  * never loads `@nestjs/terminus` (an optional peer): Terminus 11 and 12 count a returned `status: 'down'`
@@ -34,7 +38,10 @@ export type LockHealthIndicatorResult<Key extends string = string> = Record<Key,
  */
 @Injectable()
 export class LockHealthIndicator {
-  constructor(@Inject(LOCK_STORE) private readonly store: StoreHealthSource) {}
+  constructor(
+    @Inject(LOCK_STORE) private readonly store: StoreHealthSource,
+    @Optional() private readonly locks?: LockService,
+  ) {}
 
   async isHealthy<Key extends string = 'lock'>(key: Key = 'lock' as Key): Promise<LockHealthIndicatorResult<Key>> {
     let details: LockHealthDetails;
@@ -45,6 +52,8 @@ export class LockHealthIndicator {
     } catch (error) {
       details = { status: 'down', store: this.store.kind, message: safeMessage(error) };
     }
+    const leading = this.locks?.leading() ?? [];
+    if (leading.length > 0) details = { ...details, leading };
     return { [key]: details } as LockHealthIndicatorResult<Key>;
   }
 }

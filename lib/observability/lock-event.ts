@@ -1,5 +1,10 @@
-/** What `LockService.events` reports: one of these per grant, release, loss, and failed acquisition. */
-export type LockEventType = 'acquired' | 'released' | 'busy' | 'lost' | 'unavailable';
+import type { LeaderDeposedReason } from '../engine/leader/leader.interface';
+
+/**
+ * What `LockService.events` reports: one of these per grant, release, loss, and failed acquisition, and per
+ * term of office of a leadership (elected, deposed).
+ */
+export type LockEventType = 'acquired' | 'released' | 'busy' | 'lost' | 'unavailable' | 'elected' | 'deposed';
 
 interface LockEventOf<Type extends LockEventType> {
   readonly type: Type;
@@ -49,4 +54,34 @@ export interface LockUnavailableEvent extends LockEventOf<'unavailable'> {
   readonly reason: string;
 }
 
-export type LockEvent = LockAcquiredEvent | LockReleasedEvent | LockBusyEvent | LockLostEvent | LockUnavailableEvent;
+/**
+ * This instance won a leadership (LockService.lead, @Leader): its term begins. `keys` is the leadership's lock
+ * key (`leader:<name>`).
+ */
+export interface LockElectedEvent extends LockEventOf<'elected'> {
+  /** The leadership's name. */
+  readonly leader: string;
+  /** The term (the grant's fencing token). */
+  readonly term: number;
+}
+
+/** This instance's term of a leadership ended. */
+export interface LockDeposedEvent extends LockEventOf<'deposed'> {
+  /** The leadership's name. */
+  readonly leader: string;
+  /** The term that ended. */
+  readonly term: number;
+  /** lost (the lease), resigned (`fn` returned or threw, or stop()), shutdown. */
+  readonly reason: LeaderDeposedReason;
+  /** From the election to the end of the term, in ms. */
+  readonly ledMs: number;
+}
+
+export type LockEvent =
+  | LockAcquiredEvent
+  | LockReleasedEvent
+  | LockBusyEvent
+  | LockLostEvent
+  | LockUnavailableEvent
+  | LockElectedEvent
+  | LockDeposedEvent;

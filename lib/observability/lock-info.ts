@@ -2,8 +2,12 @@
 export interface LockInfo {
   /** The key as given, without the prefix. */
   readonly key: string;
-  /** A plain lock is a 'mutex'; 'semaphore' and 'read-write' are keys taken with `limit` or `mode`. */
-  readonly kind: 'mutex' | 'semaphore' | 'read-write';
+  /**
+   * A plain lock is a 'mutex'; 'semaphore' and 'read-write' are keys taken with `limit` or `mode`; 'leader' is
+   * a leadership's key (`leader:<name>`, see LockService.lead), whose one holder is the leader and whose fence
+   * is its term.
+   */
+  readonly kind: 'mutex' | 'semaphore' | 'read-write' | 'leader';
   /** Who holds it now: one holder for a mutex. */
   readonly holders: readonly LockHolder[];
 }

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { LockNotAcquiredError, LockUnavailableError } from '../errors';
+import type { LeaderDeposedReason } from '../engine/leader/leader.interface';
 import type { LockEvent } from './lock-event';
 import { LockEventStream } from './lock-event-stream';
 import { type AcquireOutcomeName, LockTelemetry } from './lock-telemetry';
@@ -108,6 +109,18 @@ export class LockObserver {
     if (!this.stream.observed) return;
     if (lostReason === undefined) this.stream.emit({ ...this.common('released', keys, label), heldMs });
     else this.stream.emit({ ...this.common('lost', keys, label), heldMs, reason: lostReason });
+  }
+
+  /** A term of office of leadership `leader` began (its lock `key` was granted with fence `term`). */
+  elected(leader: string, key: string, term: number): void {
+    this.telemetry()?.elected(key);
+    if (this.stream.observed) this.stream.emit({ ...this.common('elected', [key], key), leader, term });
+  }
+
+  /** That term ended, `ledMs` after it began. */
+  deposed(leader: string, key: string, term: number, reason: LeaderDeposedReason, ledMs: number): void {
+    this.telemetry()?.deposed(key, reason, ledMs);
+    if (this.stream.observed) this.stream.emit({ ...this.common('deposed', [key], key), leader, term, reason, ledMs });
   }
 
   /** The service shut down: subscribers complete. */

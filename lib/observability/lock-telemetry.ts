@@ -16,6 +16,12 @@ export const LOCK_METRICS = {
   held: 'lock.held',
   /** Counter, `{lock}`: grants lost before their release. */
   lost: 'lock.lost',
+  /** Counter, `{term}`: terms of office this process began, by `lock.name` (`leader:<name>`). */
+  leaderTerms: 'lock.leader.terms',
+  /** Histogram, `ms`: time as leader, from the election to the end of the term, by `lock.outcome` (lost, resigned, shutdown). */
+  leaderDuration: 'lock.leader.duration',
+  /** UpDownCounter, `{term}`: leaderships this process holds now. */
+  leading: 'lock.leader.leading',
 } as const;
 
 /** The span around an acquisition that had to wait. */
@@ -32,6 +38,8 @@ export const LOCK_ATTRIBUTES = {
 
 export type AcquireOutcomeName = 'acquired' | 'busy' | 'unavailable' | 'cancelled' | 'error';
 export type HoldOutcomeName = 'released' | 'lost';
+/** How a term of office ended (LeaderDeposedReason). */
+export type TermOutcomeName = 'lost' | 'resigned' | 'shutdown';
 
 /** What the name attribute says when a call has neither a label nor a template. */
 export const UNLABELLED = 'unlabelled';
@@ -53,7 +61,7 @@ class LabelAttributes {
     this.base = { [LOCK_ATTRIBUTES.name]: name, [LOCK_ATTRIBUTES.store]: store };
   }
 
-  with(outcome: AcquireOutcomeName | HoldOutcomeName): OtelAttributes {
+  with(outcome: AcquireOutcomeName | HoldOutcomeName | TermOutcomeName): OtelAttributes {
     let attributes = this.byOutcome.get(outcome);
     if (!attributes) {
       attributes = { ...this.base, [LOCK_ATTRIBUTES.outcome]: outcome };
@@ -74,6 +82,9 @@ export class LockTelemetry {
   private readonly holdDuration: OtelHistogram;
   private readonly held: OtelCounter;
   private readonly lostCount: OtelCounter;
+  private readonly leaderTerms: OtelCounter;
+  private readonly leaderDuration: OtelHistogram;
+  private readonly leading: OtelCounter;
   private readonly tracer: OtelTracer;
   private readonly labels = new Map<string, LabelAttributes>();
 
@@ -100,7 +111,32 @@ export class LockTelemetry {
       unit: '{lock}',
       description: 'Locks lost before release',
     });
+    this.leaderTerms = meter.createCounter(LOCK_METRICS.leaderTerms, {
+      unit: '{term}',
+      description: 'Terms of office of a leadership begun by this process',
+    });
+    this.leaderDuration = meter.createHistogram(LOCK_METRICS.leaderDuration, {
+      ...durations,
+      description: 'Time as leader, from the election to the end of the term',
+    });
+    this.leading = meter.createUpDownCounter(LOCK_METRICS.leading, {
+      unit: '{term}',
+      description: 'Leaderships this process holds now',
+    });
     this.tracer = api.trace.getTracer(LOCK_INSTRUMENTATION_SCOPE);
+  }
+
+  /** A term of office began; `label` is the leadership's key. */
+  elected(label: string): void {
+    const attributes = this.attributes(label).base;
+    this.leaderTerms.add(1, attributes);
+    this.leading.add(1, attributes);
+  }
+
+  deposed(label: string, outcome: TermOutcomeName, ledMs: number): void {
+    const attributes = this.attributes(label);
+    this.leading.add(-1, attributes.base);
+    this.leaderDuration.record(ledMs, attributes.with(outcome));
   }
 
   /** One acquisition call ended. */

@@ -92,9 +92,16 @@ export class AppInstance {
     return this.lines.map((line) => line.text).join('\n') + this.partial;
   }
 
+  /** Sends `signal` (SIGKILL: a crash; SIGSTOP / SIGCONT: a freeze and a thaw) unless the instance has exited. */
+  signal(signal: NodeJS.Signals): void {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+  }
+
   /** SIGTERM (the app releases its locks and exits), SIGKILL if it takes too long. */
   async stop(): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    // A frozen instance (SIGSTOP) would never handle the SIGTERM.
+    this.child.kill('SIGCONT');
     this.child.kill('SIGTERM');
     const stopped = await Promise.race([this.exited.then(() => true), sleep(STOP_TIMEOUT_MS, false)]);
     if (!stopped) {

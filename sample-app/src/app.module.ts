@@ -10,6 +10,7 @@ import { BankConfigModule } from './config/config.module';
 import { FxModule } from './fx/fx.module';
 import { HealthModule } from './health/health.module';
 import { InterestModule } from './interest/interest.module';
+import { LedgerModule } from './ledger/ledger.module';
 import { ReportsModule } from './reports/reports.module';
 import { StorageModule } from './storage/storage.module';
 import { TransfersModule } from './transfers/transfers.module';
@@ -37,6 +38,7 @@ export class AppModule {
         ReportsModule,
         FxModule,
         InterestModule,
+        LedgerModule,
         HealthModule,
       ],
       providers: [

@@ -121,6 +121,14 @@ export class ChildScript {
     });
   }
 
+  /** Every message of `type` received and not taken yet, in the order they came; takes them. */
+  drain<T extends ChildMessage>(type: T['type']): T[] {
+    const taken = this.inbox.filter((message) => message.type === type) as T[];
+    if (taken.length > 0)
+      this.inbox.splice(0, this.inbox.length, ...this.inbox.filter((message) => message.type !== type));
+    return taken;
+  }
+
   /** Sends a signal (SIGSTOP, SIGCONT, SIGTERM...) to the child. */
   signal(signal: NodeJS.Signals): void {
     if (!this.exit) process.kill(this.pid, signal);
