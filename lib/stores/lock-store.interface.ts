@@ -29,6 +29,11 @@ export interface AcquireRequest {
    * meanwhile (an intent renewed by an earlier attempt is left for the caller's withdrawal).
    */
   readonly final?: boolean;
+  /**
+   * The least fence this grant may take, in µs, the same on every node of a Redlock round (the caller's clock,
+   * see RedlockAttempts.attempt); absent, each Redis server reads its own clock (see NEXT_FENCE).
+   */
+  readonly fenceFloor?: number;
 }
 
 export type AcquireOutcome =

@@ -9,8 +9,8 @@ import { type RedlockNodes, startRedlockNodes } from './helpers/redlock-nodes';
 const namer = new LockKeyNamer('lock:');
 
 /**
- * A fence counter far ahead of the clock every grant's fence is at least (the Redis server's, in µs: the test's
- * servers run on this host), as if other nodes' grants had pushed it there: about 11 days ahead, a multiple of 3.
+ * A fence counter far ahead of the clock every grant's fence is at least (a Redlock round's floor, this host's
+ * clock in µs; a permit's: the Redis server's, on this host too), as if other nodes' grants had pushed it there: about 11 days ahead, a multiple of 3.
  */
 function farAhead(): number {
   return Math.floor((Date.now() * 1_000 + 1e12) / 3) * 3;
@@ -214,5 +214,31 @@ describe('Redlock permit and reader fences (3 real Redis nodes)', () => {
     // raised to it, goes on from there.
     expect(fences[0]).toBe(ahead + 5);
     expect(fences.filter((fence, i) => i > 0 && fence <= fences[i - 1])).toEqual([]);
+  });
+
+  it('a quorum whose counters agree gives one fence: a mutex or a writer is granted with no write-back', async () => {
+    const raise = vi.spyOn(RedisLockNode.prototype, 'raiseFences');
+    try {
+      const { locks } = await apps.start({ nodes: nodes.option });
+      const key = uniqueKey('agreed');
+      const fences: number[] = [];
+      for (let grant = 0; grant < 20; grant++) {
+        // The same key each time (counters agree), a fresh key (none yet), and a writer that met a reader.
+        const again = await locks.acquire(key);
+        fences.push(again.fence);
+        await again.release();
+        await (await locks.acquire(uniqueKey('fresh'))).release();
+      }
+      const readWrite = uniqueKey('writer');
+      const reader = await locks.acquire(readWrite, { mode: 'read' });
+      const writer = locks.acquire(readWrite, { mode: 'write', wait: 5_000 });
+      await reader.release();
+      await (await writer).release();
+      expect(fences.filter((fence, i) => i > 0 && fence <= fences[i - 1])).toEqual([]);
+      // The reader's permit is written back as permits are (a node's stride sets its fences apart).
+      expect(raise.mock.calls.filter(([, , , , shape]) => shape?.kind !== 'read')).toEqual([]);
+    } finally {
+      raise.mockRestore();
+    }
   });
 });

@@ -120,8 +120,11 @@ export class NodeAcquire {
     for (const key of keys) names.push(key.lockKey);
     for (const key of keys) names.push(key.fenceKey);
     for (const key of keys) names.push(key.awaitedKey);
-    // A last attempt leaves no awaited mark (see ACQUIRE_SCRIPT); the others send two arguments.
-    const args: RedisArgument[] = request.final ? [token, ttl, 0] : [token, ttl];
+    // A last attempt leaves no awaited mark (see ACQUIRE_SCRIPT); the others send two arguments, and a Redlock
+    // round's fence floor comes fourth.
+    const floor = request.fenceFloor;
+    const args: RedisArgument[] =
+      floor !== undefined ? [token, ttl, request.final ? 0 : 1, floor] : request.final ? [token, ttl, 0] : [token, ttl];
     if (!order || !attempt) {
       return this.granting(ACQUIRE, names, args, keys, token, timeoutMs).then((reply) =>
         this.acquired(reply as AcquireScriptReply, request, ttl, timeoutMs),
@@ -172,6 +175,7 @@ export class NodeAcquire {
     // final: the caller attempts no more, so no intent is recorded (see AcquireRequest.final); a Redlock node
     // asks for the readers that refuse it by name.
     const args = [request.token, ttl, request.final ? 0 : 1, this.settings.order ? 1 : 0];
+    if (request.fenceFloor !== undefined) args.push(request.fenceFloor);
     const reply = (await this.granting(
       WRITE_ACQUIRE,
       names,

@@ -6,7 +6,8 @@ import { NEXT_FENCE } from './next-fence.lua';
 /**
  * KEYS: lock keys 1..n, then fence keys 1..n, then awaited marks 1..n. ARGV: token, ttl (ms), and '0' when
  * the caller makes no further attempt (tryAcquire, `wait: 0`, its wait's last attempt), as the read-write and
- * permit scripts take it; absent otherwise, so the hot path sends two arguments.
+ * permit scripts take it; absent otherwise, so the hot path sends two arguments. A Redlock node also gets the
+ * round's fence floor in µs (AcquireRequest.fenceFloor) as the fourth, taken instead of the server's clock.
  * Sets every lock key NX PX (all or none: keys set before a busy one are deleted again in the same script;
  * a key already holding this token counts as set, see below), then takes each key's next fence (NEXT_FENCE:
  * above its counter, which never expires, and at least the server's clock in µs). A refusal by a lease marks
@@ -40,7 +41,7 @@ for i = 1, n do
     end
   end
 end
-local now = now_us()
+local now = tonumber(ARGV[4]) or now_us()
 if n == 1 then
   local fence = next_fence(KEYS[2], now, 1, 0)
   if not fence then
