@@ -7,9 +7,9 @@ const NEVER = ['**/node_modules/**', 'dist/**', 'test/bench/**', 'test/matrix/**
 
 /**
  * The specs that keep the CPU busy (a load generator, fleets of lock-cycling processes, an exhaustive
- * injectivity check) or that measure what a busy CPU distorts (heap growth, script calls and hand-over latency
- * per acquisition under contention): never two of them at once. `npm test` runs them beside the waiting files
- * (two Vitest processes, scripts/test-lanes.mjs); a plain `vitest run` runs them after those.
+ * injectivity check) or that measure what a busy CPU distorts (CPU time while idle, heap growth, commands and
+ * hand-over latency per acquisition under contention). They run one file at a time, after the others, so
+ * neither disturbs another spec's timing.
  */
 const SERIAL = [
   'lib/keys/key-template.spec.ts',
@@ -50,7 +50,7 @@ export default defineConfig({
     projects: [
       {
         // Most files mostly wait: for leases to run out, failovers, paused servers, child processes. Three
-        // side by side overlap those waits on a 2-core machine; a new spec file joins them by the glob.
+        // side by side overlap those waits on a 2-core machine, a new file included by the glob.
         extends: true,
         test: {
           name: 'waiting',
