@@ -8,8 +8,8 @@ const NEVER = ['**/node_modules/**', 'dist/**', 'test/bench/**', 'test/matrix/**
 /**
  * The specs that keep the CPU busy (a load generator, fleets of lock-cycling processes, an exhaustive
  * injectivity check) or that measure what a busy CPU distorts (CPU time while idle, heap growth, commands and
- * hand-over latency per acquisition under contention). They run one file at a time, after the others, so
- * neither disturbs another spec's timing.
+ * hand-over latency per acquisition under contention). They run one file at a time, after the others: beside
+ * them, their CPU use made other specs' short command timeouts (100-250 ms at ttls around 1 s) expire.
  */
 const SERIAL = [
   'lib/keys/key-template.spec.ts',
