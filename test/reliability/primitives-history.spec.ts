@@ -12,6 +12,8 @@ const SEMAPHORE_WORKERS = 4;
 const WRITERS = 1;
 const READERS = 3;
 const DURATION_MS = 1_500;
+/** 12 semaphore workers × 5: more than the 50 grants a locked run must show, however slow the machine. */
+const MIN_CYCLES_PER_WORKER = 5;
 const MAX_CYCLES_PER_WORKER = 150;
 /** Each step of a run (set-up, the run itself) ends within this. */
 const STEP_TIMEOUT_MS = 20_000;
@@ -54,6 +56,7 @@ describe('history checker: semaphore and read-write lock across processes', () =
           readWrite: { key: readWriteKey, writers: WRITERS, readers: READERS },
           processIndex,
           durationMs: DURATION_MS,
+          minCyclesPerWorker: MIN_CYCLES_PER_WORKER,
           maxCyclesPerWorker: MAX_CYCLES_PER_WORKER,
           locked,
         }) satisfies PrimitivesHistoryConfig,

@@ -1,12 +1,13 @@
 /**
- * One process of the history checker (../history.spec.ts): several workers doing locked cycles on one key.
+ * One process of the history checker (../history.spec.ts), serving one run after another (see workerFleet):
+ * several workers doing locked cycles on one key.
  * Inside each critical section: a deliberately non-atomic read-modify-write of a Redis counter (GET, a
  * pause, SET) and an RPUSH of the lock's fence. Any two critical sections that overlap lose an update
  * (the counter ends below the cycle count) or push fences out of order.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LockNotAcquiredError, type LockModuleOptions } from '../../../lib';
-import { type ChildMessage, childConfig, runChild, startHistoryWorker } from './child-runtime';
+import { type ChildMessage, receive, runChild, startHistoryWorker } from './child-runtime';
 
 export interface HistoryWorkerConfig {
   readonly lockOptions: LockModuleOptions;
@@ -18,12 +19,23 @@ export interface HistoryWorkerConfig {
   /** Names this process in the history entries. */
   readonly processIndex: number;
   readonly workers: number;
-  /** No cycle starts after this many ms from 'go'. */
+  /** No cycle starts after this many ms from 'go', once `minCycles` are completed. */
   readonly durationMs: number;
+  /**
+   * Critical sections this process completes however long they take: on a slow machine the run lasts longer
+   * instead of proving less.
+   */
+  readonly minCycles: number;
   /** Cap on the cycles of this process. */
   readonly maxCycles: number;
   /** `false`: the same cycles without the lock (the checker's control run: it must find violations). */
   readonly locked: boolean;
+}
+
+/** From the parent: run once with this config. */
+export interface HistoryRun extends ChildMessage {
+  readonly type: 'run';
+  readonly config: HistoryWorkerConfig;
 }
 
 /** One history entry: `<fence>:<process>:<worker>`. */
@@ -44,7 +56,13 @@ export interface HistoryReport extends ChildMessage {
 }
 
 runChild(async () => {
-  const config = childConfig<HistoryWorkerConfig>();
+  for (;;) {
+    const { config } = await receive<HistoryRun>('run');
+    await runOnce(config);
+  }
+});
+
+async function runOnce(config: HistoryWorkerConfig): Promise<void> {
   const { locks, data, finish } = await startHistoryWorker(config.lockOptions, config.dataUrl);
 
   const deadline = performance.now() + config.durationMs;
@@ -62,7 +80,7 @@ runChild(async () => {
   };
 
   const worker = async (index: number): Promise<void> => {
-    while (performance.now() < deadline && started < config.maxCycles) {
+    while ((performance.now() < deadline || report.completed < config.minCycles) && started < config.maxCycles) {
       started++;
       try {
         if (config.locked)
@@ -77,5 +95,4 @@ runChild(async () => {
   await Promise.all(Array.from({ length: config.workers }, (_, index) => worker(index)));
 
   await finish({ type: 'done', ...report } satisfies HistoryReport);
-  process.disconnect();
-});
+}

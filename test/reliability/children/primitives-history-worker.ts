@@ -24,8 +24,13 @@ export interface PrimitivesHistoryConfig {
   readonly readWrite: { readonly key: string; readonly writers: number; readonly readers: number };
   /** Names this process in the attempts (`<process>.<worker>.<cycle>`). */
   readonly processIndex: number;
-  /** No cycle starts after this many ms from 'go'. */
+  /** No cycle starts after this many ms from 'go', once `minCyclesPerWorker` are completed. */
   readonly durationMs: number;
+  /**
+   * Critical sections each worker completes however long they take: on a slow machine the run lasts longer
+   * instead of proving less.
+   */
+  readonly minCyclesPerWorker: number;
   /** Cap on the cycles of each worker. */
   readonly maxCyclesPerWorker: number;
   /** `false`: the same cycles without the lock (a control run: the checker must find violations). */
@@ -105,13 +110,19 @@ async function runOnce(config: PrimitivesHistoryConfig): Promise<void> {
     holdMs: number,
     options: { limit?: number; mode?: 'read' | 'write' },
   ): Promise<void> => {
-    for (let cycle = 0; performance.now() < deadline && cycle < config.maxCyclesPerWorker; cycle++) {
+    let completed = 0;
+    for (
+      let cycle = 0;
+      (performance.now() < deadline || completed < config.minCyclesPerWorker) && cycle < config.maxCyclesPerWorker;
+      cycle++
+    ) {
       const attempt = `${config.processIndex}.${worker}.${cycle}`;
       try {
         await data.rpush(eventsKey(lockKey), callEvent(attempt));
         if (config.locked)
           await locks.withLock(lockKey, (lock) => criticalSection(lockKey, attempt, kind, lock, holdMs), options);
         else await criticalSection(lockKey, attempt, kind, undefined, holdMs);
+        completed++;
         if (kind === 'permit') report.completed.semaphore++;
         else report.completed[kind]++;
       } catch (error) {

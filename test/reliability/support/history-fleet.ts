@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import type { ChildMessage } from '../children/child-runtime';
 import { type RedisProcess, startRedis } from '../../support/redis-server';
-import { ChildScript, type trackChildren } from './child-process';
+import { ChildScript } from './child-process';
 
 /**
  * What the history checkers (history.spec.ts, primitives-history.spec.ts) run on: a data Redis of its own,
@@ -37,24 +37,6 @@ export function historyServers(): HistoryServers {
       return started.dataClient as Redis;
     },
   };
-}
-
-/**
- * Starts one child per config, sends them all 'go' once all are 'ready' (so that their cycles really run
- * at the same time), and resolves with their 'done' reports once they have exited.
- */
-export async function runTogether<Report extends ChildMessage>(
-  children: ReturnType<typeof trackChildren>,
-  script: string,
-  configs: readonly unknown[],
-  stepTimeoutMs: number,
-): Promise<Report[]> {
-  const processes = configs.map((config) => children.start(script, { config }));
-  await Promise.all(processes.map((child) => child.next('ready', stepTimeoutMs)));
-  for (const child of processes) child.send({ type: 'go' });
-  const reports = await Promise.all(processes.map((child) => child.next<Report>('done', stepTimeoutMs)));
-  await Promise.all(processes.map((child) => child.exitWithin(stepTimeoutMs)));
-  return reports;
 }
 
 /** Children started once for a spec file, each serving one run after another (see runAll). */
