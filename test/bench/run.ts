@@ -9,7 +9,10 @@ import path from 'node:path';
 import { parseBenchOptions, type BenchOptions } from './bench-options';
 import { startBenchServers, type BenchServers } from './bench-servers';
 import {
+  lentIoredis,
   libraryBorrowedEntry,
+  libraryBorrowedIoredis5Entry,
+  libraryBorrowedIoredis6Entry,
   libraryEntry,
   libraryNodeRedisEntry,
   rawEntry,
@@ -36,6 +39,8 @@ import { WORKLOADS, type WorkloadSpec } from './workloads/workload-specs';
 const ENTRIES: readonly ContestantEntry[] = [
   libraryEntry,
   libraryBorrowedEntry,
+  libraryBorrowedIoredis5Entry,
+  libraryBorrowedIoredis6Entry,
   libraryNodeRedisEntry,
   redlockEntry,
   redisSemaphoreEntry,
@@ -118,7 +123,8 @@ async function runBench(
     totalSeconds: 0,
   };
   const cells = results.cells as Cell[];
-  installClientCommandCounter();
+  // The copies of ioredis an application lends (installed now if missing): their commands are counted too.
+  installClientCommandCounter([lentIoredis('ioredis5').Command, lentIoredis('ioredis6').Command]);
 
   for (const topology of new Set(workloads.map((workload) => workload.topology))) {
     const urls = topology === 'single' ? [servers.single.url] : servers.five.map((server) => server.url);

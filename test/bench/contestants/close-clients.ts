@@ -1,7 +1,11 @@
-import type Redis from 'ioredis';
+/** What closing needs of an ioredis client, of whichever copy of ioredis. */
+interface Closable {
+  quit(): Promise<unknown>;
+  disconnect(): void;
+}
 
 /** QUIT, or a hard disconnect when QUIT does not answer within a second. */
-export async function closeClients(clients: readonly Redis[]): Promise<void> {
+export async function closeClients(clients: readonly Closable[]): Promise<void> {
   await Promise.all(
     clients.map(async (client) => {
       const timer = setTimeout(() => client.disconnect(), 1_000);

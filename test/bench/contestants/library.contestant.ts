@@ -1,10 +1,13 @@
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import Redis from 'ioredis';
+import Valkey from 'iovalkey';
 import { createClient } from 'redis';
+import { createClient as createClientV4 } from 'redis-v4';
 import { LockModule, LockService, type LockModuleOptions } from '../../../lib';
 import { closeClients } from './close-clients';
 import { LEASE_MS, MAX_WAIT_MS, type Contestant, type ContestantEntry } from './contestant';
+import { type LentIoredisCopy, lentIoredis } from './lent-ioredis';
 
 /** The root of the benchmark's Nest application context: nothing but the LockModule. */
 @Module({})
@@ -14,9 +17,19 @@ class BenchAppModule {}
  * Who makes the Redis connection: the module, from URLs (`redis: url`, `nodes: [urls]`), or the user, who
  * passes clients of their own (`redis: client`, `nodes: [clients]`), which the module borrows and never
  * closes: ioredis clients (what `@nestjs-modules/ioredis` and similar setups do) or node-redis 5 clients
- * (the `redis` package, e.g. from `@keyv/redis` or an app's own provider).
+ * (the `redis` package, e.g. from `@keyv/redis` or an app's own provider). `borrowed` lends clients of the
+ * library's own copy of ioredis; an application's own ioredis is as a rule another copy (another version, or
+ * the same one installed twice), lent by `borrowed-ioredis5` and `borrowed-ioredis6` (see lent-ioredis.ts).
+ * iovalkey and node-redis 4 clients are lent only by the client-family profile (profile/client-families.ts).
  */
-export type ClientOwnership = 'owned' | 'borrowed' | 'borrowed-node-redis';
+export type ClientOwnership =
+  | 'owned'
+  | 'borrowed'
+  | 'borrowed-ioredis5'
+  | 'borrowed-ioredis6'
+  | 'borrowed-iovalkey'
+  | 'borrowed-node-redis'
+  | 'borrowed-node-redis4';
 
 /** Clients a user made and lends to the module, and how the user closes them after the module. */
 interface LentClients {
@@ -29,13 +42,26 @@ async function lendClients(urls: readonly string[], ownership: ClientOwnership):
     const clients = urls.map((url) => new Redis(url));
     return { clients, close: () => closeClients(clients) };
   }
-  if (ownership === 'borrowed-node-redis') {
-    const clients = urls.map((url) => createClient({ url }));
+  if (ownership === 'borrowed-ioredis5' || ownership === 'borrowed-ioredis6') {
+    const { Redis: AppRedis } = lentIoredis(ownership.slice('borrowed-'.length) as LentIoredisCopy);
+    const clients = urls.map((url) => new AppRedis(url));
+    // The module takes such a client by its shape (IoredisLikeClient); its copy's types are not compiled here.
+    return { clients: clients as unknown as LentClients['clients'], close: () => closeClients(clients) };
+  }
+  if (ownership === 'borrowed-iovalkey') {
+    const clients = urls.map((url) => new Valkey(url));
+    return { clients, close: () => closeClients(clients) };
+  }
+  if (ownership === 'borrowed-node-redis' || ownership === 'borrowed-node-redis4') {
+    const clients = urls.map((url) =>
+      ownership === 'borrowed-node-redis' ? createClient({ url }) : createClientV4({ url }),
+    );
     await Promise.all(clients.map((client) => client.connect()));
     return {
       clients,
       close: async () => {
-        await Promise.all(clients.map((client) => client.close()));
+        // node-redis 5's close(); node-redis 4 has quit() only.
+        await Promise.all(clients.map((client) => ('close' in client ? client.close() : client.quit())));
       },
     };
   }
@@ -96,6 +122,22 @@ export const libraryBorrowedEntry: ContestantEntry = {
   role: 'library',
   waits: true,
   create: (urls) => createLibraryContestant(urls, 'borrowed'),
+};
+
+export const libraryBorrowedIoredis5Entry: ContestantEntry = {
+  id: 'library-borrowed-ioredis5',
+  label: "nestjs-redis-lock, borrowed app's ioredis 5",
+  role: 'library',
+  waits: true,
+  create: (urls) => createLibraryContestant(urls, 'borrowed-ioredis5'),
+};
+
+export const libraryBorrowedIoredis6Entry: ContestantEntry = {
+  id: 'library-borrowed-ioredis6',
+  label: "nestjs-redis-lock, borrowed app's ioredis 6",
+  role: 'library',
+  waits: true,
+  create: (urls) => createLibraryContestant(urls, 'borrowed-ioredis6'),
 };
 
 export const libraryNodeRedisEntry: ContestantEntry = {

@@ -57,18 +57,22 @@ const shaOfBody = new Map<string, string>();
  * for the commands a script cannot run (see cost-meter.ts).
  *
  * Every contestant, peers included, talks to Redis through the ioredis installed here (one copy in
- * node_modules), so one wrapper sees them all.
+ * node_modules), except the library over an application's own copy of ioredis (see lent-ioredis.ts): the
+ * Command class of each such copy, `otherCopies`, is wrapped too. The library's script commands on any copy
+ * write through ScriptCommand.prototype.toWritable, wrapped below.
  */
-export function installClientCommandCounter(): void {
+export function installClientCommandCounter(otherCopies: readonly { readonly prototype: object }[] = []): void {
   if (installed) return;
   installed = true;
-  const prototype = Command.prototype as unknown as { toWritable(this: Writable, socket: unknown): unknown };
-  const original = prototype.toWritable;
-  prototype.toWritable = function countedToWritable(this: Writable, socket: unknown): unknown {
-    const port = (socket as SocketLike | undefined)?.remotePort;
-    if (open !== undefined && port !== undefined && open.ports.has(port)) record(open, this);
-    return original.call(this, socket);
-  };
+  for (const commandClass of [Command, ...otherCopies]) {
+    const prototype = commandClass.prototype as unknown as { toWritable(this: Writable, socket: unknown): unknown };
+    const original = prototype.toWritable;
+    prototype.toWritable = function countedToWritable(this: Writable, socket: unknown): unknown {
+      const port = (socket as SocketLike | undefined)?.remotePort;
+      if (open !== undefined && port !== undefined && open.ports.has(port)) record(open, this);
+      return original.call(this, socket);
+    };
+  }
   // This library's scripts write their own bytes without the base method (script-command.ts), and
   // decide between EVAL and EVALSHA as they write: counted after, by the name then set. Their first argument
   // is the script's SHA1 either way; a batch's calls are named in its arguments (see scriptCallShas).

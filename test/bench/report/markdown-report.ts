@@ -7,6 +7,7 @@ import {
   findCell,
   ours,
   oursVersusBestPeer,
+  clientKind,
   TARGET_CONTESTANTS,
   UNCOUNTED_CLIENT_SIDE,
   type BenchResults,
@@ -27,8 +28,10 @@ export function markdownReport(results: BenchResults, targets: readonly TargetOu
     `Every figure is the median of ${results.options.rounds} round(s) of ${results.options.durationMs / 1000} s per measurement. ` +
       `Within a round, the serial and parallel workloads run in ${SLICES_PER_ROUND} slices per contestant, the contestants taking turns ` +
       'slice by slice; the workloads on one key (contended, hot key, semaphore) run one contestant after another; the order rotates every round. ' +
-      'This library runs twice: over a client the module makes from a URL (*owned*), and over a plain `new Redis(url)` the user ' +
-      'passes in (*borrowed*); for ours, the worse of the two counts. ' +
+      'This library runs over a client the module makes from a URL (*owned*), over a plain `new Redis(url)` the user ' +
+      "passes in (*borrowed*, the library's own ioredis), over the same from an application's own copy of ioredis 5 and of " +
+      "ioredis 6 (*app's ioredis 5 / 6*, installed in test/matrix/lent-clients), and over a node-redis 5 client; for ours, " +
+      'the worse of the ioredis ones counts. ' +
       'The raw ioredis baseline (SET NX PX + EVALSHA compare-and-delete) is the two-round-trip floor, not a peer: ' +
       'ratios are to the best *peer*.',
     '',
@@ -48,7 +51,7 @@ export function markdownReport(results: BenchResults, targets: readonly TargetOu
     '',
     '## Targets (issue 12)',
     '',
-    'Ratios to the best peer of each workload; for ours, the worse of owned and borrowed counts.',
+    'Ratios to the best peer of each workload; for ours, the worse of the owned and the borrowed ioredis clients counts.',
     '',
     '| target | measured | verdict |',
     '| --- | --- | --- |',
@@ -316,9 +319,10 @@ function methodNotes(): string[] {
     '## How it is measured',
     '',
     '- Contestants: this library through `LockService` of a Nest application context, ' +
-      '`LockModule.forRoot({ redis, ttl: 10000, wait, autoExtend: true })`, twice: *owned*, `redis: url` (the module makes and closes ' +
+      '`LockModule.forRoot({ redis, ttl: 10000, wait, autoExtend: true })`: *owned*, `redis: url` (the module makes and closes ' +
       'its client; `nodes: [5 urls]` for workload 4), and *borrowed*, `redis: new Redis(url)` (`nodes: [5 clients]`), a plain client ' +
-      'the module uses but never closes; redlock `Redlock.acquire([key], 10000)` / `release()` ' +
+      "the module uses but never closes, of the library's own ioredis, and the same of an application's own copy of ioredis 5 and 6 " +
+      "(*app's ioredis 5 / 6*, test/matrix/lent-clients); redlock `Redlock.acquire([key], 10000)` / `release()` " +
       '(retryCount raised to 100000, default retryDelay 200 ms and jitter 100 ms); redis-semaphore `Mutex` / ' +
       '`RedlockMutex` and `Semaphore` (lockTimeout 10000, acquireTimeout raised, default 10 ms retry interval); each peer on plain ' +
       '`new Redis(url)` clients, as documented.',
@@ -335,8 +339,8 @@ function methodNotes(): string[] {
     "- All commands: `INFO commandstats` read in the same INFO as the CPU, before and after; the delta of every command's " +
       '`calls` summed. Redis counts the commands a script runs under their own names (an EVALSHA that runs SET and INCR counts 3). ' +
       "The harness's own (INFO, CONFIG, MONITOR, ECHO) and connection handshakes (CLIENT, HELLO, SELECT, PING) are left out.",
-    "- Client commands: counted in this process as ioredis writes them to the server's socket (every contestant uses the one ioredis " +
-      'installed), by name and, for EVAL/EVALSHA, by script SHA1. Every run checks the count against commandstats for the commands ' +
+    "- Client commands: counted in this process as ioredis writes them to the server's socket (the ioredis installed, and the " +
+      "application's copies of ioredis 5 and 6, each hooked), by name and, for EVAL/EVALSHA, by script SHA1. Every run checks the count against commandstats for the commands " +
       'a script cannot run; the census checks it against MONITOR for every command.',
     '- Acquire scripts: client EVAL/EVALSHA calls of the scripts the census classified as acquire scripts (they run `SET … NX`, or `SET … XX` to hand a key over), ' +
       '÷ acquisitions. Classification by what a script does in Redis, not by its name or source in lib/, so the count stays right ' +
@@ -356,8 +360,7 @@ function commandMix(metrics: Metrics, prefix: string): string {
 }
 
 function kind(id: string): string {
-  if (id === 'library-node-redis') return 'node-redis';
-  return id === 'library-borrowed' ? 'borrowed' : 'owned';
+  return id === 'library-node-redis' ? 'node-redis' : clientKind(id);
 }
 
 function fixed(value: number | undefined, digits: number): string {

@@ -1,5 +1,5 @@
 import type { WorkloadId } from '../workloads/workload-specs';
-import { figures, ours, oursVersusBestPeer, type BenchResults } from './results';
+import { clientKind, figures, ours, oursVersusBestPeer, type BenchResults } from './results';
 
 export interface TargetOutcome {
   readonly target: string;
@@ -137,10 +137,6 @@ export function evaluateTargets(results: BenchResults): TargetOutcome[] {
 /** A comparison counts only when both of ours ran: the worse of two cannot be judged on one. */
 function complete<T extends { each: readonly unknown[] }>(results: BenchResults, versus: T | undefined): T | undefined {
   return versus && versus.each.length === ours(results).length ? versus : undefined;
-}
-
-function clientKind(id: string): string {
-  return id === 'library-borrowed' ? 'borrowed' : 'owned';
 }
 
 /** "0.91× owned, 0.85× borrowed" */

@@ -6,6 +6,8 @@ import { formatCount } from './markdown-report';
 const COLOURS: Record<string, string> = {
   library: '#e0234e',
   'library-borrowed': '#f08a9f',
+  'library-borrowed-ioredis5': '#c2185b',
+  'library-borrowed-ioredis6': '#f8bbd0',
   redlock: '#3b6ea5',
   'redis-semaphore': '#5a9e4b',
   raw: '#9e9e9e',

@@ -36,8 +36,13 @@ export interface WorkloadSpec {
   readonly onlyWhy?: string;
 }
 
-/** Our two contestants: the module-owned and the borrowed client. */
-export const OURS: readonly string[] = ['library', 'library-borrowed'];
+/** Our contestants judged by the targets: the module-owned client and the borrowed ioredis clients. */
+export const OURS: readonly string[] = [
+  'library',
+  'library-borrowed',
+  'library-borrowed-ioredis5',
+  'library-borrowed-ioredis6',
+];
 
 /** The workloads, in the order they run within a round (the memory check runs once at the end). */
 export const WORKLOADS: readonly WorkloadSpec[] = [

@@ -1,16 +1,20 @@
 // Every use of ioredis internals, each checked once for the shape the adapter expects; without it, ioredis' public API.
-import Redis, { Command } from 'ioredis';
+import type { Command } from 'ioredis';
 import type { ServerInfo } from './batch-fit';
 import type { IoredisConnection, IoredisPipeline } from './ioredis-connection';
+import type { CommandClass } from './script-command';
+import { noop } from '../../../util/noop';
 
 /**
  * Which of ioredis' internals a connection offers with the shape this adapter was written against (ioredis 5
  * and 6; iovalkey shares the queue and the socket). Each is what makes a path faster; without it the adapter
  * takes ioredis' public API for that path, slower and never broken:
- * - `ownCommands`: commands this library builds (ScriptCommand, see script-command.ts) written by ioredis through
- *   Command#toWritable(socket), on a `Redis` of the ioredis this library loads, and queued on its pipelines with
- *   Pipeline#sendCommand. Without it: scripts through defineCommand (EVALSHA, EVAL on NOSCRIPT), the script +
- *   WAIT pipeline by Pipeline#evalsha, and no batches of script calls.
+ * - `ownCommands`: commands this library builds (ScriptCommand, see script-command.ts) on the connection's own
+ *   Command class (that of whichever copy of ioredis, or of iovalkey, made it: an application's
+ *   ioredis 5 lent to the library that loads ioredis 6 is as fast as the library's own), written by it through
+ *   Command#toWritable(socket), and queued on its pipelines with Pipeline#sendCommand. Without it: scripts
+ *   through defineCommand (EVALSHA, EVAL on NOSCRIPT), the script + WAIT pipeline by Pipeline#evalsha, and no
+ *   batches of script calls.
  * - `readyCheck`: Redis#_readyCheck(callback), INFO parsed before the connection is ready, whose answer says
  *   whether the server takes batches. Without it: no batches.
  * - `commandQueue`: Redis#commandQueue, the commands sent and not answered yet. Without it: the connection is
@@ -70,7 +74,7 @@ export class IoredisInternals {
    */
   static detect(connection: IoredisConnection): InternalsFound {
     return {
-      ownCommands: connection instanceof Redis && commandProtocolFound(),
+      ownCommands: commandClassOf(connection) !== undefined,
       readyCheck: typeof (connection as ReadyChecked)._readyCheck === 'function',
       commandQueue: typeof (connection as { commandQueue?: { length?: unknown } }).commandQueue?.length === 'number',
       // A Cluster has no socket of its own (each node has one).
@@ -79,12 +83,15 @@ export class IoredisInternals {
   }
 
   readonly found: InternalsFound;
+  /** The Command class script commands are built on (see scriptCommandClass), when `ownCommands`. */
+  readonly commandClass: CommandClass | undefined;
   /** The socket last seen on the connection, and whether it can be corked (checked once per socket). */
   private lastStream: unknown;
   private lastCorkable: Corkable | undefined;
 
   constructor(private readonly connection: IoredisConnection) {
     this.found = IoredisInternals.detect(connection);
+    this.commandClass = this.found.ownCommands ? commandClassOf(connection) : undefined;
   }
 
   /** Whether commands this library builds (ScriptCommand) can be sent on this connection. */
@@ -155,15 +162,52 @@ export class IoredisInternals {
   }
 }
 
-let commandProtocol: boolean | undefined;
+/** Per connection prototype (a copy of ioredis' or iovalkey's Redis, or a subclass): its Command class, or null. */
+const commandClasses = new WeakMap<object, CommandClass | null>();
 
-/** ioredis writes a command by asking it for its bytes for the socket: Command#toWritable(socket). */
-function commandProtocolFound(): boolean {
-  commandProtocol ??=
-    typeof Command === 'function' &&
-    typeof Command.prototype.toWritable === 'function' &&
-    Command.prototype.toWritable.length >= 1;
-  return commandProtocol;
+/**
+ * The Command class of the copy of ioredis (or iovalkey) that made a standalone `connection`: asked once per
+ * connection class, by having it build a PING through its public `call` and catching the command at
+ * `sendCommand` (the public way to send a built command) on a throwaway object that inherits from the
+ * connection, so nothing is sent and the connection is left as it was. (The class itself does not say it:
+ * ioredis mixes EventEmitter into its Redis prototype, `constructor` included.) Kept when ioredis writes such
+ * commands by asking them for their bytes for the socket (Command#toWritable(socket)). A Cluster routes a
+ * command by its keys: none (it goes by the public API).
+ */
+function commandClassOf(connection: IoredisConnection): CommandClass | undefined {
+  if (connection.isCluster === true || typeof connection.sendCommand !== 'function') return undefined;
+  const type = Object.getPrototypeOf(connection) as object | null;
+  if (type === null) return undefined;
+  let found = commandClasses.get(type);
+  if (found === undefined) {
+    found = builtCommandClass(connection) ?? null;
+    commandClasses.set(type, found);
+  }
+  return found ?? undefined;
+}
+
+function builtCommandClass(connection: IoredisConnection): CommandClass | undefined {
+  const call = (connection as { call?: unknown }).call;
+  if (typeof call !== 'function') return undefined;
+  let built: unknown;
+  const probe = Object.create(connection, {
+    options: { value: { enableAutoPipelining: false } },
+    sendCommand: {
+      value: (command: unknown) => {
+        built = command;
+        return Promise.resolve(null);
+      },
+    },
+  }) as object;
+  try {
+    const reply: unknown = call.call(probe, 'ping');
+    if (reply instanceof Promise) reply.catch(noop);
+  } catch {
+    return undefined;
+  }
+  const base = typeof built === 'object' && built !== null ? (built.constructor as unknown) : undefined;
+  const writes = typeof base === 'function' && (base.prototype as { toWritable?: unknown }).toWritable;
+  return typeof writes === 'function' && writes.length >= 1 ? (base as CommandClass) : undefined;
 }
 
 /** Per pipeline class: whether it has sendCommand. */

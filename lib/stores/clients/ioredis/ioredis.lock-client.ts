@@ -17,12 +17,12 @@ type DefinedScript = (numKeys: number, ...keysAndArgs: RedisArgument[]) => Promi
 /**
  * The ioredis adapter. The connection is always this adapter's own (made by the module or duplicated from a
  * lent client), so registering commands never touches a user's client, and the writes of one tick are
- * coalesced (see WriteCoalescer). On a `Redis` of the ioredis this library loads (every connection the module
- * makes from options, and the duplicate of a lent client of the same ioredis), whose internals have the shape
- * IoredisInternals checks, scripts go as commands built directly (ScriptSender) and the calls of one tick as
- * one batch (TickBatch). A Cluster, iovalkey, another copy of ioredis, or an ioredis whose internals changed
- * goes through ioredis' public API: scripts registered with defineCommand (EVALSHA with the SHA computed
- * client-side, EVAL on NOSCRIPT).
+ * coalesced (see WriteCoalescer). On a standalone `Redis` whose internals have the shape IoredisInternals
+ * checks (every connection the module makes from options, and the duplicate of a lent client, of whichever
+ * copy of ioredis 5 or 6, or of iovalkey: built on that copy's own Command class), scripts go as commands built
+ * directly (ScriptSender) and the calls of one tick as one batch (TickBatch). A Cluster, or an ioredis whose
+ * internals changed, goes through ioredis' public API: scripts registered with defineCommand (EVALSHA with the
+ * SHA computed client-side, EVAL on NOSCRIPT).
  */
 export class IoredisLockClient implements LockClient {
   readonly family = 'ioredis';

@@ -97,14 +97,71 @@ export class ScriptCommand extends Command {
  * not. What the base constructor assigns is dropped. After an EVAL write, `name` says eval
  * while args[0] is the SHA (shorter in logs and traces).
  */
-Object.defineProperty(ScriptCommand.prototype, 'args', {
+const ARGS_ACCESSOR: PropertyDescriptor = {
   get(this: { wire?: ScriptCallWire }): string[] {
     return this.wire ? this.wire.strings.slice() : [];
   },
   set(): void {
     // The base constructor's empty argument list: the call's strings are the arguments.
   },
-});
+};
+Object.defineProperty(ScriptCommand.prototype, 'args', ARGS_ACCESSOR);
+
+/** How a script command is made, on whichever copy of ioredis (or iovalkey) its connection comes from. */
+export type ScriptCommandClass = new (
+  script: LockScript,
+  sent: ScriptsSent,
+  keys: readonly string[],
+  args: readonly RedisArgument[],
+  timeoutMs: number,
+) => ScriptCommand;
+
+/** An ioredis Command class: the one this library loads, or another copy's (`Redis.Command` of the lent client). */
+export type CommandClass = typeof Command;
+
+const scriptCommandClasses = new WeakMap<CommandClass, ScriptCommandClass>();
+
+/**
+ * ScriptCommand on `base`, the Command class of the connection's own copy of ioredis (or of iovalkey): a lent
+ * client of another ioredis than this library's (an application's ioredis 5 next to the library's 6) queues
+ * and answers commands of its own class, which carry the fields that copy sets and reads. Made once per class.
+ * Every class writes through ScriptCommand.prototype.toWritable, looked up at each write, so there is one
+ * writing path whatever the copy (and one place for a test to watch it).
+ */
+export function scriptCommandClass(base: CommandClass): ScriptCommandClass {
+  if (base === Command) return ScriptCommand;
+  let made = scriptCommandClasses.get(base);
+  if (made === undefined) {
+    made = scriptCommandOn(base);
+    scriptCommandClasses.set(base, made);
+  }
+  return made;
+}
+
+function scriptCommandOn(base: CommandClass): ScriptCommandClass {
+  class ForeignScriptCommand extends base {
+    private readonly wire: ScriptCallWire;
+    deadlineSlot: number | undefined;
+
+    constructor(
+      script: LockScript,
+      private readonly sent: ScriptsSent,
+      keys: readonly string[],
+      args: readonly RedisArgument[],
+      readonly timeoutMs: number,
+    ) {
+      super('evalsha', [], REPLY_AS_TEXT);
+      this.wire = wireFor(script, keys, args);
+      this.deadlineSlot = undefined;
+    }
+
+    override toWritable(socket: object): string | Buffer {
+      return ScriptCommand.prototype.toWritable.call(this as unknown as ScriptCommand, socket);
+    }
+  }
+  Object.defineProperty(ForeignScriptCommand.prototype, 'args', ARGS_ACCESSOR);
+  return ForeignScriptCommand as unknown as ScriptCommandClass;
+}
 
 /** The wire form of a call: the last one's when it is the same call (see lastWire), else a new one. */
 function wireFor(script: LockScript, keys: readonly string[], args: readonly RedisArgument[]): ScriptCallWire {

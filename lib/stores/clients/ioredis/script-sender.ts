@@ -7,7 +7,7 @@ import type { LockScript } from '../lock-script';
 import type { IoredisConnection, IoredisPipeline } from './ioredis-connection';
 import type { IoredisInternals } from './ioredis-internals';
 import { batchScript } from './script-batch';
-import { ScriptCommand, type ScriptsSent } from './script-command';
+import { type ScriptCommandClass, type ScriptsSent, scriptCommandClass } from './script-command';
 import type { WriteCoalescer } from './write-coalescer';
 
 /** What a script call answered NOSCRIPT does: sent again once, in full ('resend'), or rejected ('fail'). */
@@ -32,11 +32,17 @@ export class ScriptSender {
     },
   };
 
+  /** ScriptCommand on the connection's own Command class (see scriptCommandClass). */
+  private readonly ScriptCommand: ScriptCommandClass;
+
   constructor(
     private readonly connection: IoredisConnection,
     private readonly internals: IoredisInternals,
     private readonly writes: WriteCoalescer,
-  ) {}
+  ) {
+    if (!internals.commandClass) throw new TypeError('ScriptSender needs a connection that takes its own commands');
+    this.ScriptCommand = scriptCommandClass(internals.commandClass);
+  }
 
   /** Every socket is presumed to have lost every script: each goes in full again. */
   forgetScripts(): void {
@@ -59,7 +65,7 @@ export class ScriptSender {
   ): Promise<unknown> {
     this.writes.beforeWrite();
     const sentAt = performance.now();
-    const command = new ScriptCommand(script, this.sentScripts, keys, args, timeoutMs ?? Infinity);
+    const command = new this.ScriptCommand(script, this.sentScripts, keys, args, timeoutMs ?? Infinity);
     const reply = this.connection.sendCommand(command) as Promise<unknown>;
     // Armed once the command is queued: a sendCommand that threw leaves no deadline to reject a promise
     // nobody listens to.
@@ -85,7 +91,7 @@ export class ScriptSender {
   sendBatch(keys: readonly string[], args: readonly RedisArgument[]): Promise<unknown> {
     this.writes.beforeWrite();
     return this.connection.sendCommand(
-      new ScriptCommand(batchScript(), this.sentScripts, keys, args, Infinity),
+      new this.ScriptCommand(batchScript(), this.sentScripts, keys, args, Infinity),
     ) as Promise<unknown>;
   }
 
@@ -98,7 +104,7 @@ export class ScriptSender {
   ): boolean {
     return this.internals.queueOnPipeline(
       pipeline,
-      (): Command => new ScriptCommand(script, this.sentScripts, keys, args, Infinity),
+      (): Command => new this.ScriptCommand(script, this.sentScripts, keys, args, Infinity),
     );
   }
 }
