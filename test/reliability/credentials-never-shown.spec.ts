@@ -6,6 +6,7 @@ import { inspect } from 'node:util';
 import { createClient } from 'redis';
 import request from 'supertest';
 import { LockHealthIndicator, LockModule, type LockModuleOptions, LockService, Locked } from '../../lib';
+import { eventually } from '../support/eventually';
 import { type RedisProcess, startRedis } from '../support/redis-server';
 import { type SentinelDeployment, startSentinelDeployment } from '../support/redis-sentinel';
 
@@ -281,6 +282,37 @@ describe("the README's ACL rule for the module's user", () => {
       expect((await module.get(LockHealthIndicator).isHealthy('locks')).locks.status).toBe('up');
     } finally {
       await module.close();
+    }
+  });
+
+  it('wakes a waiter for a release made while its subscriber connection reconnected', async () => {
+    const url = `redis://locks:${ACL_USER_PASSWORD}@${server.host}:${server.port}`;
+    const modules = await Promise.all(
+      [0, 1].map(async () => {
+        const module = await Test.createTestingModule({ imports: [LockModule.forRoot({ redis: url })] })
+          .setLogger(new ConsoleLogger({ logLevels: ['error'] }))
+          .compile();
+        return module.init();
+      }),
+    );
+    const [holder, waiter] = modules.map((module) => module.get(LockService));
+    try {
+      const held = await holder.acquire('acl-reconnect', { ttl: 20_000 });
+      const waiting = waiter.acquire('acl-reconnect', { wait: 6_000 });
+      await eventually(
+        async () =>
+          JSON.stringify(await server.command('PUBSUB', 'NUMSUB', 'lock:{acl-reconnect}:released')).endsWith(',1]'),
+        3_000,
+        'the waiter subscribed',
+      );
+      await server.command('CLIENT', 'KILL', 'TYPE', 'pubsub');
+      const releasedAt = performance.now();
+      await held.release();
+      // Its resubscription (every channel under the ACL's `&lock:*`) announces what it may have missed.
+      await (await waiting).release();
+      expect(performance.now() - releasedAt).toBeLessThan(3_000);
+    } finally {
+      await Promise.all(modules.map((module) => module.close()));
     }
   });
 });

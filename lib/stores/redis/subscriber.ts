@@ -9,9 +9,13 @@ export type ReleaseHandler = (channel: string, token?: string) => void;
 
 /**
  * A channel subscribed to, and left, after a reconnect: a SUBSCRIBE of a channel already listened to may send
- * nothing (node-redis only adds the listener), while this one is always sent, behind the driver's own.
+ * nothing (node-redis only adds the listener), while this one is always sent, behind the driver's own. Named
+ * after one of the channels (under the key prefix), so that a Redis ACL that lets the connection use those
+ * (`&<keyPrefix>*`) lets it use this one too.
  */
-const PROBE_CHANNEL = 'nestjs-redis-lock:resubscribed';
+function probeChannel(channel: string): string {
+  return `${channel}:resubscribed`;
+}
 
 /**
  * The subscriber connection of a node, duplicated from its lock connection on the first subscription (a
@@ -64,19 +68,18 @@ export class ReleaseSubscriber {
    * and took the "awaited" marks that would have announced them again. So once the channels are subscribed
    * again (whatever the driver resubscribes by itself, this waits for SUBSCRIBEs of its own, answered behind
    * the driver's), each gets an announcement without a token: the hub wakes a waiter to look, as for a
-   * release it heard. If that fails, the next reconnect tries again.
+   * release it heard. Announced even when a SUBSCRIBE failed: a spare wake-up costs a waiter one attempt, a
+   * missed one its sleep until the lease's end.
    */
   private resubscribe(connection: LockClient): void {
     const channels = [...this.channels];
     if (channels.length === 0) return;
-    const subscribed = [PROBE_CHANNEL, ...channels].map((channel) => connection.subscribe(channel));
-    Promise.all(subscribed).then(
-      () => {
-        connection.unsubscribe(PROBE_CHANNEL).catch(() => undefined);
-        if (this.connection !== connection) return;
-        for (const channel of channels) if (this.channels.has(channel)) this.handler?.(channel);
-      },
-      () => undefined,
-    );
+    const probe = probeChannel(channels[0]);
+    const subscribed = [probe, ...channels].map((channel) => connection.subscribe(channel));
+    void Promise.allSettled(subscribed).then(() => {
+      connection.unsubscribe(probe).catch(() => undefined);
+      if (this.connection !== connection) return;
+      for (const channel of channels) if (this.channels.has(channel)) this.handler?.(channel);
+    });
   }
 }
