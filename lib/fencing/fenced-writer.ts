@@ -1,6 +1,7 @@
 // Writes to a Redis resource only with a fencing token greater than the last one it accepted.
 import type { Cluster, Redis } from 'ioredis';
 import { createHash } from 'node:crypto';
+import { HeldLock } from '../engine/lease/held-lock';
 import { LockOptionsError } from '../errors';
 import type { Lock } from '../lock.interface';
 import { lastFenceKeyOf } from './fence-keys';
@@ -143,8 +144,10 @@ function stampOf(fenceOrLock: number | Lock, lockKey: string | undefined): { fen
       throw new LockOptionsError('lockKey', lockKey, `one of the lock's keys (${fenceOrLock.keys.join(', ')})`);
     }
     fence = fenceOrLock.fences[name];
+    // The grant that holds `name`: a reentrant handle carries an outer grant's fence for a key it borrowed.
     // Something shaped like a Lock without a token (a test double) shows no grant: as a bare number.
-    const token: unknown = (fenceOrLock as Partial<Lock>).token;
+    const token: unknown =
+      fenceOrLock instanceof HeldLock ? fenceOrLock.tokenOf(name) : (fenceOrLock as Partial<Lock>).token;
     if (typeof token === 'string' && token.length > 0)
       grant = createHash('sha256').update(token).digest('hex').slice(0, 32);
   }

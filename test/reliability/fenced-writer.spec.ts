@@ -124,6 +124,29 @@ describe('FencedWriter (one Redis)', () => {
     });
   });
 
+  it("a reentrant lock's write for a key it borrowed counts as the outer grant's, whose fence it carries", async () => {
+    const { locks } = await apps.start({ redis: server.url });
+    const [a, b] = [uniqueKey('a'), uniqueKey('b')];
+    const resource = uniqueKey('resource');
+    await locks.withLock(
+      a,
+      async (outer) => {
+        await writer.set(resource, 'outer', outer);
+        await locks.withLock(
+          [a, b],
+          async (inner) => {
+            // The inner handle borrows `a` from the outer grant (same fence) and holds `b` under its own.
+            expect(inner.fences[a]).toBe(outer.fence);
+            await writer.set(resource, 'inner', inner, { lockKey: a });
+          },
+          { reentrant: true },
+        );
+      },
+      { reentrant: true },
+    );
+    expect(await client.get(resource)).toBe('inner');
+  });
+
   it('ttl expires the value; the last-fence key never expires (a late writer is refused after expiry too)', async () => {
     const key = uniqueKey('resource');
     await writer.set(key, 'v', 3, { ttl: 60_000 });

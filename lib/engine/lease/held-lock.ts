@@ -51,6 +51,14 @@ export class HeldLock implements Lock {
     return this.leases[this.leases.length - 1].token;
   }
 
+  /** The token of the grant `key` (as given) is held under: an outer lease's for a key this handle borrowed. */
+  tokenOf(key: string): string | undefined {
+    for (let at = this.leases.length - 1; at >= 0; at--) {
+      if (this.leases[at].terms.names.some((name) => name.name === key)) return this.leases[at].token;
+    }
+    return undefined;
+  }
+
   get fence(): number {
     // The first key's fence, without building the record: as in the record, the last lease naming it wins
     // (this handle's own grant comes last).
