@@ -26,6 +26,11 @@ export class ReleaseSubscriber {
   private handler: ReleaseHandler | undefined;
   /** The channels subscribed to, subscribed again after a reconnect. */
   private readonly channels = new Set<string>();
+  /**
+   * A resubscription under way, and whether another reconnect was reported meanwhile: reports while one is under
+   * way make one more after it, not one each (a Cluster client reports each node's every reconnection attempt).
+   */
+  private resubscribing: 'no' | 'yes' | 'again' = 'no';
 
   constructor(private readonly client: LockClient) {}
 
@@ -72,14 +77,22 @@ export class ReleaseSubscriber {
    * missed one its sleep until the lease's end.
    */
   private resubscribe(connection: LockClient): void {
+    if (this.resubscribing !== 'no') {
+      this.resubscribing = 'again';
+      return;
+    }
     const channels = [...this.channels];
     if (channels.length === 0) return;
+    this.resubscribing = 'yes';
     const probe = probeChannel(channels[0]);
     const subscribed = [probe, ...channels].map((channel) => connection.subscribe(channel));
     void Promise.allSettled(subscribed).then(() => {
+      const again = this.resubscribing === 'again';
+      this.resubscribing = 'no';
       connection.unsubscribe(probe).catch(() => undefined);
       if (this.connection !== connection) return;
       for (const channel of channels) if (this.channels.has(channel)) this.handler?.(channel);
+      if (again) this.resubscribe(connection);
     });
   }
 }
