@@ -62,9 +62,9 @@ function reaches(grant: NodeGrant, target: readonly number[]): boolean {
  * Raising nodes outside the granting quorum would not do: a later grant may have taken such a node
  * before the raise reached it, and the intersection argument needs a node it could only take afterwards.
  * This needs no clock while nodes keep their counters. When k lost its counter (restarted empty, or failed over
- * to a replica that had not received the raise), k's value is still at least k's clock in µs (NEXT_FENCE), above
- * F when k's host is not behind the hosts of this grant's quorum by more than the time between the two grants: the
- * clock assumption of docs/design.md, "Fences across data loss". A mutex's or writer's round sends every node the
+ * to a replica that had not received the raise), k's value is still at least the floor of L's round (L's caller's clock
+ * in µs for a mutex or writer, k's own for a permit: NEXT_FENCE), above F when that clock is not behind the ones that
+ * gave F by more than the time between the two grants: the clock assumption of docs/design.md, "Fences across data loss". A mutex's or writer's round sends every node the
  * same floor (RedlockAttempts.attempt), so nodes whose counters agree give one value and the write-back runs only
  * after they diverged (a node that missed grants, or restarted); permits (strides) are written back as a rule.
  *

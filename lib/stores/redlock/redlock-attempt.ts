@@ -106,7 +106,8 @@ export class RedlockAttempts {
         }
       }
       // When a quorum of the granting nodes already gave (or, for permits, reached) the highest fences, nothing is
-      // written back and no round waited for; with fences floored by each node's clock that is the exception.
+      // written back and no round waited for: the rule for a mutex or writer (one floor per round), the exception
+      // for permits (each node's own clock and stride).
       let fences: number[] | undefined;
       // Taken back after all, the grant is announced as a release: it held a quorum, so waiters refused for it
       // sleep until a release of it (or its lease's end) and this caller, throwing, will never release it.
