@@ -8,7 +8,8 @@ import { LockLostError, LockUnavailableError } from '../../errors';
 import { safeMessage } from '../../errors/safe-cause';
 import type { Lock } from '../../lock.interface';
 import type { AcquireOptions } from '../../options/lock-options.interface';
-import { leaderKey, type LeaderSettings } from '../../options/leader-options';
+import { leaderKey } from '../../keys';
+import type { LeaderSettings } from '../../options/leader-options';
 import type { LockObserver } from '../../observability/lock-observer';
 import { checkedOnRead } from '../lease/read-checked-signal';
 import type { LeaderDeposedReason, Leadership, LeaderTerm } from './leader.interface';
@@ -18,7 +19,7 @@ export interface CampaignHost {
   readonly logger: Logger;
   readonly instance: string;
   readonly observer: LockObserver;
-  /** LockService.acquire. */
+  /** LockService.acquire, allowed the leaderships' namespace (which acquire() refuses). */
   acquire(key: string, options: AcquireOptions): Promise<Lock>;
   /** Runs `fn` with `lock` as its async context's current lock. */
   runWithLock<T>(lock: Lock, fn: () => T): T;
