@@ -48,6 +48,7 @@ describe("leader election: a term's lease ends with the term", () => {
         throw new Error('log sink down');
       }
     });
+    const errors = vi.spyOn(Logger.prototype, 'error').mockImplementation(() => undefined);
     try {
       let firstRuns = 0;
       // Resigns at once (returns): the resignation line is logged while the lease is still held.
@@ -64,7 +65,11 @@ describe("leader election: a term's lease ends with the term", () => {
       await other.stop();
       await first.stop();
       expect(firstRuns).toBeLessThanOrEqual(1);
+      // A failure outside fn stops that campaign, told once as an error.
+      const logged = errors.mock.calls.map(([message]) => String(message));
+      expect(logged).toContain(`The campaign for leadership "${name}" stopped: log sink down`);
     } finally {
+      errors.mockRestore();
       log.mockRestore();
     }
   });
