@@ -11,7 +11,7 @@ import { safeMessage } from './errors/safe-cause';
 import { Acquisition } from './engine/acquisition';
 import { Campaign, type CampaignHost } from './engine/leader/campaign';
 import type { LeaderInfo, Leadership, LeaderTerm } from './engine/leader/leader.interface';
-import { LockKeyNamer, normalizeKeys } from './keys';
+import { isLeaderKey, leaderKey, LockKeyNamer, normalizeKeys } from './keys';
 import { HeldLock } from './engine/lease/held-lock';
 import { InFlight } from './engine/lease/in-flight';
 import type { Lease } from './engine/lease/lease';
@@ -20,13 +20,7 @@ import { LOCK_OPTIONS, LOCK_STORE } from './lock.constants';
 import type { Lock } from './lock.interface';
 import { LockContext } from './engine/lock-context';
 import type { AcquireOptions, ResolvedLockOptions } from './options/lock-options.interface';
-import {
-  LEADER_KEY_PREFIX,
-  type LeaderOptions,
-  leaderKey,
-  leaderName,
-  resolveLeaderSettings,
-} from './options/leader-options';
+import { type LeaderOptions, leaderName, resolveLeaderSettings } from './options/leader-options';
 import { parseLeaseValue } from './observability/lease-owner';
 import type { LockEvent } from './observability/lock-event';
 import type { LockInfo } from './observability/lock-info';
@@ -88,7 +82,8 @@ export class LockService implements BeforeApplicationShutdown, OnApplicationShut
       logger: this.logger,
       instance: options.instance,
       observer: this.observer,
-      acquire: (key, acquireOptions) => this.acquire(key, acquireOptions),
+      // The one way into the leaderships' namespace, which acquire() refuses.
+      acquire: (key, acquireOptions) => this.acquisition.obtain(key, acquireOptions, false, true) as Promise<Lock>,
       runWithLock: (lock, fn) => this.runWithLock(lock, fn),
       releaseQuietly: (lock) => this.releaseQuietly(lock),
       closed: () => this.closed,
@@ -180,8 +175,8 @@ export class LockService implements BeforeApplicationShutdown, OnApplicationShut
       const own = this.leaseWith(value);
       return own ? { instance, token: own.token, ttlLeft, fence } : { instance, ttlLeft, fence };
     });
-    // A leadership's key: its one holder is the leader, its fence the term.
-    const kind = state.kind === 'mutex' && name.startsWith(LEADER_KEY_PREFIX) ? 'leader' : state.kind;
+    // A leadership's key (only campaigns take keys in its namespace): its one holder is the leader, its fence the term.
+    const kind = state.kind === 'mutex' && isLeaderKey(name) ? 'leader' : state.kind;
     return { key: name, kind, holders };
   }
 

@@ -1,6 +1,6 @@
 /** What @Leader records on a method, and the one place that reads it back. */
 import { LockOptionsError } from '../errors';
-import { checkLeaderOptionNames, type LeaderOptions, leaderName } from '../options/leader-options';
+import { checkLeaderOptions, type LeaderOptions, leaderName } from '../options/leader-options';
 
 /** Metadata key under which @Leader records its name and options. */
 export const LEADER_METADATA = 'LOCK:LEADER';
@@ -20,7 +20,8 @@ export function createLeaderMetadata(name: unknown, options: unknown, label: str
     throw new LockOptionsError(`@Leader options of ${label}`, options, 'an object of LeaderOptions ({ ttl? })');
   }
   try {
-    if (options) checkLeaderOptionNames(options);
+    // Names and values: a malformed option fails as the class loads, before any campaign of the application.
+    if (options) checkLeaderOptions(options);
   } catch (error) {
     if (!(error instanceof LockOptionsError)) throw error;
     throw new LockOptionsError(`${error.option} of ${label}`, error.value, error.expected);

@@ -3,7 +3,7 @@
  * application has bootstrapped. LockService ends them at shutdown, with every other leadership it runs.
  */
 import { Injectable, type OnApplicationBootstrap, type OnModuleInit } from '@nestjs/common';
-import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import { DiscoveryService, MetadataScanner, ModulesContainer } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { type LeaderMetadata, leaderMetadataOf } from '../decorators/leader-metadata';
 import { LockOptionsError } from '../errors';
@@ -22,6 +22,10 @@ interface LeaderMethod {
  * per consumer: neither is one candidate of this application), and no two methods of the application lead the
  * same name (they would compete with each other inside one instance). Started at onApplicationBootstrap, once
  * every module's onModuleInit has run, so a leader's work finds the application initialised.
+ *
+ * Each LockModule import has its own explorer, and each scans the whole application: a method is claimed, once
+ * per application, by the first explorer that checks it, and only that explorer starts it (two would run one
+ * method twice at once in one process, competing with itself).
  */
 @Injectable()
 export class LeaderExplorer implements OnModuleInit, OnApplicationBootstrap {
@@ -31,6 +35,7 @@ export class LeaderExplorer implements OnModuleInit, OnApplicationBootstrap {
     private readonly discoveryService: DiscoveryService,
     private readonly metadataScanner: MetadataScanner,
     private readonly lockService: LockService,
+    private readonly modulesContainer: ModulesContainer,
   ) {}
 
   onModuleInit(): void {
@@ -49,7 +54,9 @@ export class LeaderExplorer implements OnModuleInit, OnApplicationBootstrap {
         byName.set(found.metadata.name, found);
       }
     }
-    this.methods = [...byName.values()];
+    this.methods = [...byName.values()].filter(({ instance, method }) =>
+      claim(this.modulesContainer, instance, method),
+    );
   }
 
   onApplicationBootstrap(): void {
@@ -80,6 +87,20 @@ export class LeaderExplorer implements OnModuleInit, OnApplicationBootstrap {
     }
     return found;
   }
+}
+
+/** The methods claimed in each application (its container), by instance. */
+const claims = new WeakMap<ModulesContainer, WeakMap<object, Set<Function>>>();
+
+/** Claims `method` of `instance` for the caller's explorer: false when another explorer of the application has. */
+function claim(application: ModulesContainer, instance: object, method: Function): boolean {
+  let byInstance = claims.get(application);
+  if (!byInstance) claims.set(application, (byInstance = new WeakMap()));
+  let methods = byInstance.get(instance);
+  if (!methods) byInstance.set(instance, (methods = new Set()));
+  if (methods.has(method)) return false;
+  methods.add(method);
+  return true;
 }
 
 /** The prototype holding the class's methods: from the instance, or from the class before it exists. */

@@ -6,7 +6,7 @@
  */
 import { LockLostError, LockNotAcquiredError, LockOptionsError, LockUnavailableError } from '../errors';
 import { SHUTTING_DOWN } from '../errors/unavailable-details';
-import { type LockKeyNamer, normalizeKeys } from '../keys';
+import { type LockKeyNamer, normalizeKeys, refuseLeaderKeys } from '../keys';
 import { HeldLock } from './lease/held-lock';
 import type { InFlight } from './lease/in-flight';
 import { Lease, type LeaseHost } from './lease/lease';
@@ -85,8 +85,15 @@ export class Acquisition {
     this.writerMarks.clear();
   }
 
-  async obtain(key: unknown, options: AcquireOptions | undefined, once: boolean): Promise<HeldLock | null> {
+  /** `leadership`: a campaign's acquisition, the only one that may take a key of the leaderships' namespace. */
+  async obtain(
+    key: unknown,
+    options: AcquireOptions | undefined,
+    once: boolean,
+    leadership = false,
+  ): Promise<HeldLock | null> {
     const keys = normalizeKeys(key);
+    if (!leadership) refuseLeaderKeys(keys);
     const settings = resolveCallSettings(this.options, options);
     const shape = settings.shape;
     if (shape && keys.length > 1) {

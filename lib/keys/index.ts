@@ -1,2 +1,3 @@
 export * from './lock-key.validator';
 export * from './lock-key-namer';
+export * from './leader-namespace';

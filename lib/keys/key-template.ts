@@ -1,6 +1,7 @@
 import { InvalidLockKeyError, LockOptionsError } from '../errors';
 import type { LockKeySource } from '../lock.interface';
 import { normalizeKeys } from './lock-key.validator';
+import { isLeaderKey, LEADER_KEY_PREFIX } from './leader-namespace';
 
 /**
  * Key templates of @Locked: `order:{params.id}`, `transfer:{0}:{1.accountId}`.
@@ -121,6 +122,10 @@ export class KeyTemplate {
         escaped.add(String.fromCodePoint(next.codePointAt(0) as number));
       }
     });
+    if (typeof parts[0] === 'string' && isLeaderKey(parts[0])) {
+      // Every key it renders would be refused at each call: refused once, as the class loads.
+      malformed(source, `keys starting with "${LEADER_KEY_PREFIX}" belong to leaderships (@Leader, LockService.lead)`);
+    }
     if (placeholders.length === 0) {
       // A constant key: check it now rather than on every call.
       try {

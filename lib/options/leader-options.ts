@@ -1,10 +1,10 @@
 /**
  * Leader election's options and names: LeaderOptions as a user gives them (LockService.lead, @Leader),
- * validated where they are given and merged over the module's, and the lock key a leadership lives on.
+ * validated where they are given and merged over the module's. A leadership's lock key is keys/leader-namespace.ts.
  */
 import { LockOptionsError } from '../errors';
-import type { ResolvedLockOptions } from './lock-options.interface';
 import { leaseLength, printableName } from './validators';
+import type { ResolvedLockOptions } from './lock-options.interface';
 
 /** Options of one leadership (`LockService.lead`, `@Leader`). Unset fields fall back to the module's options. */
 export interface LeaderOptions {
@@ -26,17 +26,6 @@ export interface LeaderSettings {
  */
 export const MAX_LEADER_NAME_LENGTH = 200;
 
-/**
- * Every leadership lives on the lock key `leader:<name>`: a key of its own namespace, so that a plain lock
- * named like the leadership never blocks it, and `inspect` can tell a leadership from a lock.
- */
-export const LEADER_KEY_PREFIX = 'leader:';
-
-/** The lock key of leadership `name`. */
-export function leaderKey(name: string): string {
-  return `${LEADER_KEY_PREFIX}${name}`;
-}
-
 /** A leadership's name, or LockOptionsError naming `option` (e.g. `name`, or `@Leader name of Jobs.run`). */
 export function leaderName(name: unknown, option = 'name'): string {
   return printableName(option, name, MAX_LEADER_NAME_LENGTH);
@@ -50,13 +39,15 @@ export function resolveLeaderSettings(module: ResolvedLockOptions, options: unkn
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new LockOptionsError('options', options, 'an object of LeaderOptions ({ ttl? })');
   }
-  checkLeaderOptionNames(options);
-  const { ttl } = options as LeaderOptions;
-  return { ttl: ttl === undefined ? module.ttl : leaseLength('ttl', ttl, false) };
+  const { ttl } = checkLeaderOptions(options);
+  return { ttl: ttl ?? module.ttl };
 }
 
-/** A misspelt option (`tll`) is refused rather than ignored; the module's own checks do the same. */
-export function checkLeaderOptionNames(options: object): void {
+/**
+ * Checks every option's name and value: none depends on the module's options, so @Leader checks them all as
+ * the class loads. A misspelt option (`tll`) is refused rather than ignored; the module's own checks do the same.
+ */
+export function checkLeaderOptions(options: object): LeaderOptions {
   for (const option in options) {
     if (!LEADER_OPTIONS.has(option)) {
       throw new LockOptionsError(
@@ -66,4 +57,6 @@ export function checkLeaderOptionNames(options: object): void {
       );
     }
   }
+  const { ttl } = options as LeaderOptions;
+  return { ttl: ttl === undefined ? undefined : leaseLength('ttl', ttl, false) };
 }

@@ -1,4 +1,4 @@
-import { Injectable, Logger, Scope } from '@nestjs/common';
+import { Injectable, Logger, Module, Scope } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { firstValueFrom, filter, toArray } from 'rxjs';
 import { Leader, LockModule, LockOptionsError, LockService, type LeaderTerm, type LockEvent } from '../../lib';
@@ -103,6 +103,56 @@ describe('leader election: bad input and @Leader at bootstrap', () => {
       return Jobs;
     });
     expect((misspelt as LockOptionsError).option).toBe('tll of Jobs.run');
+  });
+
+  it('@Leader with a malformed option value fails as the class loads, naming the method', () => {
+    for (const ttl of [-1, 0, 5, Number.NaN, Infinity, '1000']) {
+      const error = thrown(() => {
+        class Jobs {
+          @Leader('jobs', { ttl: ttl as number })
+          run(): void {}
+        }
+        return Jobs;
+      });
+      expect(error).toBeInstanceOf(LockOptionsError);
+      expect((error as LockOptionsError).option).toBe('ttl of Jobs.run');
+    }
+  });
+
+  it('a @Leader method runs one term at a time when the application imports LockModule twice', async () => {
+    let running = 0;
+    let mostAtOnce = 0;
+    let calls = 0;
+    @Injectable()
+    class Auditor {
+      @Leader('audit-once', { ttl: 1_000 })
+      async audit(term: LeaderTerm): Promise<void> {
+        calls++;
+        mostAtOnce = Math.max(mostAtOnce, ++running);
+        try {
+          await new Promise((resolve) => term.signal.addEventListener('abort', resolve, { once: true }));
+        } finally {
+          running--;
+        }
+      }
+    }
+    @Module({ imports: [LockModule.forRoot({})], providers: [Auditor] })
+    class Audits {}
+    @Module({ imports: [LockModule.forRoot({})] })
+    class Elsewhere {}
+    const module = await Test.createTestingModule({ imports: [Audits, Elsewhere] })
+      .setLogger(quietLogger())
+      .compile();
+    try {
+      await module.init();
+      await eventually(async () => calls >= 1, 5_000, 'the @Leader method runs');
+      // Both imports' campaigns would start at bootstrap, each on its own in-process store: a second run would
+      // begin within a few ms. Waiting well past that shows none did.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect({ calls, mostAtOnce }).toEqual({ calls: 1, mostAtOnce: 1 });
+    } finally {
+      await module.close();
+    }
   });
 
   it('a @Leader method of a request-scoped provider fails the bootstrap, naming the method', async () => {

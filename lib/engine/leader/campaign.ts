@@ -3,12 +3,14 @@
  * for the term, resigns when it returns, and campaigns again until stopped. Built on the lock engine: the
  * lease, its renewal and lost-lock signal, waiting without polling, and the grant's fence as the term.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Logger } from '@nestjs/common';
 import { LockLostError, LockUnavailableError } from '../../errors';
 import { safeMessage } from '../../errors/safe-cause';
 import type { Lock } from '../../lock.interface';
 import type { AcquireOptions } from '../../options/lock-options.interface';
-import { leaderKey, type LeaderSettings } from '../../options/leader-options';
+import { leaderKey } from '../../keys';
+import type { LeaderSettings } from '../../options/leader-options';
 import type { LockObserver } from '../../observability/lock-observer';
 import { checkedOnRead } from '../lease/read-checked-signal';
 import type { LeaderDeposedReason, Leadership, LeaderTerm } from './leader.interface';
@@ -18,7 +20,7 @@ export interface CampaignHost {
   readonly logger: Logger;
   readonly instance: string;
   readonly observer: LockObserver;
-  /** LockService.acquire. */
+  /** LockService.acquire, allowed the leaderships' namespace (which acquire() refuses). */
   acquire(key: string, options: AcquireOptions): Promise<Lock>;
   /** Runs `fn` with `lock` as its async context's current lock. */
   runWithLock<T>(lock: Lock, fn: () => T): T;
@@ -32,6 +34,9 @@ export interface CampaignHost {
 
 /** The user's work for one term: it should return (or throw) once `term.signal` aborts. */
 export type LeaderFunction = (term: LeaderTerm) => unknown;
+
+/** The term whose `fn` the current async context runs (inside it, stop() must not wait for that `fn`). */
+const serving = new AsyncLocalStorage<Office>();
 
 /** The term under way. */
 interface Office {
@@ -91,14 +96,20 @@ export class Campaign implements Leadership {
     return this.end('resigned');
   }
 
-  /** Stops for good with `reason`: a term under way ends now; resolves once the lease is released. */
+  /**
+   * Stops for good with `reason`: a term under way ends now; resolves once the lease is released. Called from
+   * inside the term under way (its `fn`, or work `fn` started), it resolves once the term is deposed: waiting
+   * for the release would wait for that `fn` to return, i.e. for the caller itself. The release still follows
+   * when `fn` returns.
+   */
   end(reason: Exclude<LeaderDeposedReason, 'lost'>): Promise<void> {
     if (this.stopReason === undefined) {
       this.stopReason = reason;
       this.stopping.abort(new LockLostError([this.key], this.endedBecause(reason)));
       this.depose(reason);
     }
-    return this.done;
+    const inside = serving.getStore();
+    return inside !== undefined && inside === this.office ? Promise.resolve() : this.done;
   }
 
   private async campaign(): Promise<void> {
@@ -138,7 +149,12 @@ export class Campaign implements Leadership {
     }
   }
 
-  /** One term: runs `fn`, then resigns. true when the term ended by the lease's loss. */
+  /**
+   * One term: runs `fn`, then resigns. true when the term ended by the lease's loss. The term's lease ends with
+   * the term: from the grant on, whatever ends it (`fn` returning or throwing, or a logger or an observer
+   * throwing before `fn` ran), the `finally` deposes and releases, so a lease is never left held and renewed
+   * with nobody exercising it.
+   */
   private async serve(lock: Lock): Promise<boolean> {
     const controller = new AbortController();
     const term: LeaderTerm = {
@@ -152,27 +168,40 @@ export class Campaign implements Leadership {
     const office: Office = { term, lock, controller, electedAt: performance.now(), deposed: false };
     const onLost = (): void => this.depose('lost');
     this.office = office;
-    this.host.observer.elected(this.name, this.key, term.term);
-    this.host.logger.log(`Elected leader of "${this.name}" (term ${term.term})`);
-    lock.signal.addEventListener('abort', onLost, { once: true });
-    // Stopped while the grant was on its way: the term ends before it begins.
-    if (this.stopReason !== undefined) this.depose(this.stopReason);
-    else if (lock.signal.aborted) this.depose('lost');
     try {
-      if (!office.deposed) await this.host.runWithLock(lock, () => this.fn(term));
+      lock.signal.addEventListener('abort', onLost, { once: true });
+      this.host.observer.elected(this.name, this.key, term.term);
+      this.host.logger.log(`Elected leader of "${this.name}" (term ${term.term})`);
+      // Stopped while the grant was on its way: the term ends before it begins.
+      if (this.stopReason !== undefined) this.depose(this.stopReason);
+      else if (lock.signal.aborted) this.depose('lost');
+      if (!office.deposed) await this.exercise(office);
+    } finally {
+      lock.signal.removeEventListener('abort', onLost);
+      try {
+        this.depose(lock.signal.aborted ? 'lost' : (this.stopReason ?? 'resigned'));
+      } finally {
+        try {
+          await this.host.releaseQuietly(lock);
+        } finally {
+          if (this.office === office) this.office = undefined;
+        }
+      }
+    }
+    return lock.signal.aborted;
+  }
+
+  /** Runs `fn` for the term; what it throws is logged (the term ends as a resignation). */
+  private async exercise(office: Office): Promise<void> {
+    const { term, lock } = office;
+    try {
+      await serving.run(office, () => this.host.runWithLock(lock, () => this.fn(term)));
     } catch (error) {
       // Its own signal's reason, thrown by throwIfAborted, is how a term is expected to end.
       if (error !== term.signal.reason) {
         this.host.logger.error(`Leader of "${this.name}" (term ${term.term}) failed: ${safeMessage(error)}`);
       }
-    } finally {
-      lock.signal.removeEventListener('abort', onLost);
     }
-    const lost = lock.signal.aborted;
-    this.depose(lost ? 'lost' : (this.stopReason ?? 'resigned'));
-    await this.host.releaseQuietly(lock);
-    if (this.office === office) this.office = undefined;
-    return lost;
   }
 
   /** Ends the term under way, once: its signal aborts, and the event is told. */

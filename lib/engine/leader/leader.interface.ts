@@ -27,6 +27,8 @@ export interface Leadership {
   /**
    * Stops campaigning for good: a term under way ends (its signal aborts), and once `fn` has returned the
    * lease is released, so another instance takes over about one round trip later. Resolves then. Idempotent.
+   * Called from inside the term (its `fn`, or work `fn` started), it resolves once the term has ended, without
+   * waiting for that `fn` to return: the release follows when it does.
    */
   stop(): Promise<void>;
 }
