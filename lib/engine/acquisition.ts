@@ -301,7 +301,7 @@ export class Acquisition {
         );
       }
     } finally {
-      watch?.close(acquired, vacant);
+      watch?.close({ acquired, roomLeft: vacant, alone: shape?.kind !== 'semaphore' && shape?.kind !== 'read' });
       // Granted: the intent has done its job. Given up: the readers it kept waiting are told, as by a release.
       // Unless shutdown already withdrew it (and cleared the marks): a second withdrawal would announce again.
       if (queued && this.writerMarks.delete(value)) {

@@ -210,8 +210,22 @@ export interface ReleaseWatch {
   ): Promise<AcquireGrant | undefined>;
   /**
    * Stops watching. A wake-up this waiter received but did not use passes to the next waiter, and so does
-   * its turn when it leaves without the lock (`acquired` false), when it got in and left room for more
-   * (`passOn`: a reader, or a permit left), or when the next waiter sleeps blind (see `seen`).
+   * its turn when it leaves without the lock, when it got in and left room for more, or when the next waiter
+   * sleeps blind (see `seen`) and this one's grant does not hold the key alone (see WatchLeaving).
    */
-  close(acquired?: boolean, passOn?: boolean): void;
+  close(leaving?: WatchLeaving): void;
+}
+
+/** How a waiter leaves its ReleaseWatch (ReleaseWatch.close); nothing given: granted, alone. */
+export interface WatchLeaving {
+  /** Got the lock (default true). */
+  readonly acquired?: boolean;
+  /** Got in and left room for another holder: a reader, or a permit left. */
+  readonly roomLeft?: boolean;
+  /**
+   * Got in holding the key alone (a mutex or a writer; default true): its own release, made in this process,
+   * wakes the sleeper behind it, so a blind sleeper there sleeps on. A permit or a reader does not: the key's
+   * other holders may expire, unannounced, while it holds the last permit.
+   */
+  readonly alone?: boolean;
 }

@@ -185,7 +185,7 @@ describe('A release counted before the attempt, that lagging nodes refused it fo
     hub.announce(key.channel, 'holder-H');
     await blockedSleep;
     expect(otherWoken).toBe(false);
-    blocked.close(false);
+    blocked.close({ acquired: false });
     await settled();
     expect(otherWoken).toBe(true);
     await otherSleep;
@@ -212,7 +212,7 @@ describe('ReleaseWatch.close: a blind sleeper (no lease end read) gets the turn 
     expect(blindWoken).toBe(false);
     void head.seen; // its attempt
     // Got in, no room left: still passes the turn, to the blind sleeper, not past it.
-    head.close(true, false);
+    head.close({ alone: false });
     await blindSleep;
     expect(timedWoken).toBe(false);
     // Its attempt refused, it sleeps again ahead of the sleeper that was behind it.
@@ -225,10 +225,36 @@ describe('ReleaseWatch.close: a blind sleeper (no lease end read) gets the turn 
     expect([again, timedWoken]).toEqual([true, false]);
     // Its attempt got in: with a sleeper behind it that read its own lease end, it wakes nobody.
     void blind.seen;
-    blind.close(true, false);
+    blind.close({ alone: false });
     await Promise.resolve();
     expect(timedWoken).toBe(false);
     hub.clear();
     timed.close();
+  });
+});
+
+describe('ReleaseWatch.close: a grant that holds the key alone leaves a blind sleeper to its release', () => {
+  it('a mutex grant wakes nobody behind it; its release, handed over in this process, wakes the blind sleeper', async () => {
+    const { hub } = hubWithLog();
+    const key = names('k');
+    const head = hub.watch([key]);
+    const blind = hub.watch([key]);
+    void head.seen;
+    const headSleep = head.next(5_000);
+    let blindWoken = false;
+    const blindSleep = blind.next(5_000).then(() => (blindWoken = true));
+    hub.announce(key.channel, 'holder-A');
+    await headSleep;
+    void head.seen;
+    // Got in, alone: its own release will come through this hub, so the blind sleeper need not look now (an
+    // attempt that could only be refused).
+    head.close();
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(blindWoken).toBe(false);
+    hub.handOver(key.channel, 'head-token');
+    await blindSleep;
+    expect(blindWoken).toBe(true);
+    blind.close();
   });
 });

@@ -1,5 +1,5 @@
 // One waiter's watch of its keys on the release hub: when a release wakes it, or a hand-over makes it the holder.
-import type { AcquireGrant, HandoverOffer, ReleaseWatch } from '../lock-store.interface';
+import type { AcquireGrant, HandoverOffer, ReleaseWatch, WatchLeaving } from '../lock-store.interface';
 import { type ChannelState, type HandoverClaim, type Sleeper, recentRelease } from './release-channel';
 import type { ReleaseHub } from './release-hub';
 
@@ -137,17 +137,18 @@ export class HubWatch implements ReleaseWatch {
     return released.length > 0 ? released : undefined;
   }
 
-  close(acquired = true, passOn = false): void {
+  close({ acquired = true, roomLeft = false, alone = true }: WatchLeaving = {}): void {
     if (this.closed) return;
     this.closed = true;
     // A waiter that leaves without the lock (its wait ran out, it was cancelled, it failed) passes its turn
     // on, and so does one that got in and left room for more (readers after a writer, several permits freed
-    // at once). One that got in passes it to a blind sleeper (see Sleeper.blind): no timer of its own wakes
-    // that one at a lease's end, and the lease ends the leaver was woken for are now behind it (a permit's
-    // other holders may expire, unannounced, while it holds the last permit). Woken, it attempts and reads
-    // a lease end of its own.
+    // at once). One that got in a permit or as a reader passes it to a blind sleeper (see Sleeper.blind): no
+    // timer of its own wakes that one at a lease's end, and the lease ends the leaver was woken for are now
+    // behind it (the key's other holders may expire, unannounced, while it holds the last permit). Woken, it
+    // attempts and reads a lease end of its own. One that holds the key alone wakes it by its own release.
+    const passOn = this.unusedWake || !acquired || roomLeft;
     for (const state of this.states) {
-      if (this.unusedWake || !acquired || passOn || state.sleepers[0]?.blind) this.hub.wakeNext(state);
+      if (passOn || (!alone && state.sleepers[0]?.blind)) this.hub.wakeNext(state);
     }
     this.states.forEach((state, index) => this.hub.closeChannel(this.channels[index], state));
   }

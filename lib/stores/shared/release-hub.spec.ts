@@ -193,7 +193,7 @@ describe('ReleaseHub', () => {
       expect(await sleeping).toMatchObject({ acquired: true, fences: [7] });
       // Not a release: watchers count none.
       expect(watch.seen).toBe(0);
-      watch.close(true);
+      watch.close({ acquired: true });
     });
 
     it('a declined claim wakes the sleeper to attempt (its offer is told), and the wake passes on if it leaves unused', async () => {
@@ -208,7 +208,7 @@ describe('ReleaseHub', () => {
       expect(await firstSleep).toBeUndefined();
       expect(offer.declines).toBe(1);
       // Closed as granted but without reading `seen` (it never went back to attempt): the wake was unused.
-      first.close(true);
+      first.close({ acquired: true });
       await new Promise((resolve) => setImmediate(resolve));
       expect(secondWoken).toBe(true);
       second.close();
