@@ -12,8 +12,9 @@ import { fileURLToPath } from 'node:url';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..');
 const ENTRIES = ['nest10', 'nest11'];
+// The per-transport suites under test/locked/transports/ are left out by vitest.config.mts when LOCK_MATRIX is set
+// (an --exclude here would not reach the config's projects, whose own exclude lists replace it).
 const SUITES = ['lib', 'test/core', 'test/locked'];
-const EXCLUDED = ['test/locked/transports/**'];
 
 function run(command, args, options) {
   const result = spawnSync(command, args, { stdio: 'inherit', ...options });
@@ -27,8 +28,7 @@ for (const entry of ENTRIES) {
   console.log(`\n=== matrix ${entry}: installing ===`);
   run('npm', ['ci', '--ignore-scripts', '--no-audit', '--no-fund'], { cwd: path.join(here, entry) });
   console.log(`=== matrix ${entry}: ${SUITES.join(', ')} ===`);
-  const excludes = EXCLUDED.flatMap((glob) => ['--exclude', glob]);
-  run('npx', ['vitest', 'run', ...SUITES, ...excludes], {
+  run('npx', ['vitest', 'run', ...SUITES], {
     cwd: root,
     env: { ...process.env, LOCK_MATRIX: entry },
   });

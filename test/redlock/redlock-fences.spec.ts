@@ -216,27 +216,22 @@ describe('Redlock permit and reader fences (3 real Redis nodes)', () => {
     expect(fences.filter((fence, i) => i > 0 && fence <= fences[i - 1])).toEqual([]);
   });
 
-  it('a quorum whose counters agree gives one fence: a mutex or a writer is granted with no write-back', async () => {
+  it('a quorum whose counters agree gives one fence: a mutex is granted with no write-back', async () => {
     const raise = vi.spyOn(RedisLockNode.prototype, 'raiseFences');
     try {
       const { locks } = await apps.start({ nodes: nodes.option });
       const key = uniqueKey('agreed');
       const fences: number[] = [];
       for (let grant = 0; grant < 20; grant++) {
-        // The same key each time (counters agree), a fresh key (none yet), and a writer that met a reader.
+        // The same key each time (counters agree) and a fresh key (none yet).
         const again = await locks.acquire(key);
         fences.push(again.fence);
         await again.release();
         await (await locks.acquire(uniqueKey('fresh'))).release();
       }
-      const readWrite = uniqueKey('writer');
-      const reader = await locks.acquire(readWrite, { mode: 'read' });
-      const writer = locks.acquire(readWrite, { mode: 'write', wait: 5_000 });
-      await reader.release();
-      await (await writer).release();
       expect(fences.filter((fence, i) => i > 0 && fence <= fences[i - 1])).toEqual([]);
-      // The reader's permit is written back as permits are (a node's stride sets its fences apart).
-      expect(raise.mock.calls.filter(([, , , , shape]) => shape?.kind !== 'read')).toEqual([]);
+      // (A writer after readers may need one: the readers' strides left the nodes' counters apart.)
+      expect(raise).not.toHaveBeenCalled();
     } finally {
       raise.mockRestore();
     }
