@@ -39,8 +39,10 @@ export const LOCK_PROVIDERS: Provider[] = [
         throw new LockOptionsError(
           'LockModule import',
           'LockModule',
-          'LockModule.forRoot(options) or LockModule.forRootAsync({ … }), imported once; where LockService is needed ' +
-            'elsewhere, nothing more with isGlobal: true, else a module of yours with imports: [LockModule.forRoot(options)], ' +
+          'LockModule.forRoot(options) or LockModule.forRootAsync({ … }), ' +
+            'imported once; where LockService is needed ' +
+            'elsewhere, nothing more with isGlobal: true, ' +
+            'else a module of yours with imports: [LockModule.forRoot(options)], ' +
             'exports: [LockModule]',
           'the LockModule class, without forRoot() or forRootAsync()',
         );

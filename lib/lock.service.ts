@@ -34,8 +34,8 @@ const context = new LockContext();
 const SHUTDOWN_RELEASE_TIMEOUT_MS = 2_000;
 
 /**
- * Mutual exclusion on named keys, across processes when the store is Redis. See docs/lock-service.md and docs/guarantees.md for the
- * guarantees and the contract of each public method.
+ * Mutual exclusion on named keys, across processes when the store is Redis. See docs/lock-service.md and
+ * docs/guarantees.md for the guarantees and the contract of each public method.
  */
 @Injectable()
 export class LockService implements BeforeApplicationShutdown, OnApplicationShutdown {
@@ -164,7 +164,10 @@ export class LockService implements BeforeApplicationShutdown, OnApplicationShut
     return [...this.campaigns].filter((campaign) => campaign.isLeader).map((campaign) => campaign.name);
   }
 
-  /** Who holds `key` (null when free): each holder's instance, remaining lease and fence; the token only for this service's own. */
+  /**
+   * Who holds `key` (null when free): each holder's instance, remaining lease and fence; the token only for this
+   * service's own.
+   */
   async inspect(key: string): Promise<LockInfo | null> {
     if (typeof key !== 'string') throw new InvalidLockKeyError(key, 'inspect takes one key, a string');
     const [name] = normalizeKeys(key);
@@ -201,7 +204,8 @@ export class LockService implements BeforeApplicationShutdown, OnApplicationShut
         ? ' A holder elsewhere learns it at its next renewal; until then only a fenced resource refuses its writes'
         : '';
     this.logger.warn(
-      `Force-released the lock on "${name}": evicted ${instances.join(', ')} (from ${this.options.instance}).${ownLost}${elsewhere}`,
+      `Force-released the lock on "${name}": evicted ${instances.join(', ')} ` +
+        `(from ${this.options.instance}).${ownLost}${elsewhere}`,
     );
     // One warning for one operator action: the holders here are named above, not warned of again as losses
     // (their 'lost' events and metrics still count them). Marked by lease, not by a flag around the loop: the

@@ -78,7 +78,8 @@ export class LeaderExplorer implements OnModuleInit, OnApplicationBootstrap {
           '@Leader',
           metadata.label,
           'a method of a singleton provider: this provider is request-scoped or transient (or depends on a ' +
-            'request-scoped one), so it is no single candidate of the application; move the method to a singleton service',
+            'request-scoped one), so it is no single candidate of ' +
+            'the application; move the method to a singleton service',
         );
       }
       const instance: unknown = wrapper.instance;

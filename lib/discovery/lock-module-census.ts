@@ -39,7 +39,8 @@ export class LockModuleCensus implements OnModuleInit {
         `import is a LockModule of its own, with its own LockService and store: ${described.join('; ')}. ` +
         'A lock taken through one does not exclude the holders of another unless both reach the same Redis with the ' +
         'same keyPrefix (in-process stores never do), and which one a @Locked method uses is not defined. Import it ' +
-        'in one place: once with isGlobal: true, or in a module of yours that exports LockModule and that the others import.',
+        'in one place: once with isGlobal: true, or in a module of ' +
+        'yours that exports LockModule and that the others import.',
     );
   }
 }

@@ -157,7 +157,8 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
       throw new LockOptionsError(
         `@Locked key of ${label}`,
         givenKey(metadata.key.description),
-        'request placeholders on a route handler ({params.id}, {query.x}, {body.x}, {headers.x}, {user.id}, {data.x}), ' +
+        'request placeholders on a route handler ({params.id}, ' +
+          '{query.x}, {body.x}, {headers.x}, {user.id}, {data.x}), ' +
           'not argument placeholders ({0}): the lock is taken before the handler arguments exist',
       );
     }
@@ -165,7 +166,8 @@ export class LockExplorer implements OnModuleInit, LockedInstanceBinder {
       throw new LockOptionsError(
         `@Locked key of ${label}`,
         givenKey(metadata.key.description),
-        'argument placeholders on a provider method ({0}, {1.accountId}); request placeholders only work on route handlers',
+        'argument placeholders on a provider method ({0}, ' +
+          '{1.accountId}); request placeholders only work on route handlers',
       );
     }
   }

@@ -35,7 +35,9 @@ interface ParameterList {
 
 const CLOSERS: Record<string, string> = { '(': ')', '[': ']', '{': '}' };
 
-/** The parameters of the function whose source is `source`: `run(a, b = f(1)) {…}`, `function (a) {…}`, `a => …`. */
+/**
+ * The parameters of the function whose source is `source`: `run(a, b = f(1)) {…}`, `function (a) {…}`, `a => …`.
+ */
 function parameterListOf(source: string): ParameterList | undefined {
   let index = 0;
   while (index < source.length) {

@@ -14,17 +14,20 @@ describe('routeParamsProblem', () => {
 
   it('names the placeholder, the route and its parameters', () => {
     expect(routeParamsProblem(placeholders('order:{params.orderId}'), route)).toBe(
-      '{params.*} placeholders that name a parameter of the route: {params.orderId} is not a parameter of POST /orders/:id (its parameters: :id)',
+      '{params.*} placeholders that name a parameter of the route: ' +
+        '{params.orderId} is not a parameter of POST /orders/:id (its parameters: :id)',
     );
     expect(routeParamsProblem(placeholders('order:{params.id}'), { method: 'GET', paths: ['/orders'] })).toBe(
-      '{params.*} placeholders that name a parameter of the route: {params.id} is not a parameter of GET /orders (no parameters)',
+      '{params.*} placeholders that name a parameter of the route: ' +
+        '{params.id} is not a parameter of GET /orders (no parameters)',
     );
   });
 
   it('with several paths, names each that lacks the parameter', () => {
     const several = { method: 'GET', paths: ['/a/:id', '/b', '/c/:other'] };
     expect(routeParamsProblem(placeholders('x:{params.id}'), several)).toBe(
-      '{params.*} placeholders that name a parameter of the route in each of its paths: {params.id} is not a parameter of ' +
+      '{params.*} placeholders that name a parameter of the route ' +
+        'in each of its paths: {params.id} is not a parameter of ' +
         'GET /b (no parameters), nor of GET /c/:other (its parameters: :other)',
     );
   });
@@ -35,7 +38,8 @@ describe('routeParamsProblem', () => {
 
   it('refuses {params} alone, the whole object', () => {
     expect(routeParamsProblem(placeholders('x:{params}'), route)).toBe(
-      '{params.*} placeholders that name a parameter of the route: {params} names none of POST /orders/:id (its parameters: :id)',
+      '{params.*} placeholders that name a parameter of the route: ' +
+        '{params} names none of POST /orders/:id (its parameters: :id)',
     );
   });
 });
@@ -57,7 +61,8 @@ describe('argumentIndexProblem', () => {
 
   it('names the method, what it declares and the first placeholder beyond it', () => {
     expect(argumentIndexProblem(placeholders(['x:{0}', 'y:{2.id}', 'z:{3}']), 'S.run', 2)).toBe(
-      "argument placeholders within the method's parameters: S.run declares 2 parameters ({0} to {1}), so {2.id} reads " +
+      "argument placeholders within the method's parameters: " +
+        'S.run declares 2 parameters ({0} to {1}), so {2.id} reads ' +
         'an argument it does not declare (declare it, even unused, if its callers pass it)',
     );
     expect(argumentIndexProblem(placeholders('x:{1}'), 'S.one', 1)).toContain(

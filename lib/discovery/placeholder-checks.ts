@@ -11,20 +11,28 @@ import type { HttpRoute } from './route-paths';
 
 /** `{params.x}` on an HTTP route: `x` must be a parameter of each path the route is served at. */
 export function routeParamsProblem(placeholders: readonly KeyPlaceholder[], route: HttpRoute): string | undefined {
-  const expected = `{params.*} placeholders that name a parameter of the route${route.paths.length > 1 ? ' in each of its paths' : ''}`;
+  const expected =
+    `{params.*} placeholders that name a parameter of the ` +
+    `route${route.paths.length > 1 ? ' in each of its paths' : ''}`;
   for (const placeholder of placeholders) {
     if (placeholder.root !== 'params') continue;
     const [name] = placeholder.path;
     if (name === undefined) {
       // The whole params object, which no key can be made of.
-      return `${expected}: {params} names none of ${route.paths.map((path) => describePath(route.method, path)).join(', nor ')}`;
+      return (
+        `${expected}: {params} names none of ` +
+        `${route.paths.map((path) => describePath(route.method, path)).join(', nor ')}`
+      );
     }
     const lacking = route.paths.filter((path) => {
       const params = routeParamsOf(path);
       return !params.unnamed && !params.names.includes(name);
     });
     if (lacking.length > 0) {
-      return `${expected}: ${placeholder.text} is not a parameter of ${lacking.map((path) => describePath(route.method, path)).join(', nor of ')}`;
+      return (
+        `${expected}: ${placeholder.text} is not a parameter of ` +
+        `${lacking.map((path) => describePath(route.method, path)).join(', nor of ')}`
+      );
     }
   }
   return undefined;

@@ -83,21 +83,25 @@ describe('httpRouteOf', () => {
     ]);
   });
 
-  it('shows URI versions after the global prefix (the method version first, then the controller one, then the default)', () => {
-    const uri = { type: VersioningType.URI } as const;
-    expect(route(MembersController, 'add', undefined, settings('api', uri))?.paths).toEqual(['/api/v1/members/:id']);
-    expect(route(OrdersController, 'versioned', undefined, settings('', uri))?.paths).toEqual([
-      '/v2/orders/:id/v',
-      '/orders/:id/v',
-    ]);
-    expect(
-      route(OrdersController, 'pay', undefined, settings('', { ...uri, defaultVersion: '3', prefix: 'version-' }))
-        ?.paths,
-    ).toEqual(['/version-3/orders/:id']);
-    expect(route(MembersController, 'add', undefined, settings('', { ...uri, prefix: false }))?.paths).toEqual([
-      '/1/members/:id',
-    ]);
-  });
+  it(
+    'shows URI versions after the global prefix (the method ' +
+      'version first, then the controller one, then the default)',
+    () => {
+      const uri = { type: VersioningType.URI } as const;
+      expect(route(MembersController, 'add', undefined, settings('api', uri))?.paths).toEqual(['/api/v1/members/:id']);
+      expect(route(OrdersController, 'versioned', undefined, settings('', uri))?.paths).toEqual([
+        '/v2/orders/:id/v',
+        '/orders/:id/v',
+      ]);
+      expect(
+        route(OrdersController, 'pay', undefined, settings('', { ...uri, defaultVersion: '3', prefix: 'version-' }))
+          ?.paths,
+      ).toEqual(['/version-3/orders/:id']);
+      expect(route(MembersController, 'add', undefined, settings('', { ...uri, prefix: false }))?.paths).toEqual([
+        '/1/members/:id',
+      ]);
+    },
+  );
 
   it('leaves the path as it is under header versioning', () => {
     expect(

@@ -30,7 +30,9 @@ export function isHttpRoute(handler: Function): boolean {
   return Reflect.getMetadata(PATH_METADATA, handler) !== undefined;
 }
 
-/** The route of `handler` (a method of `controller`), or undefined when it is not an HTTP route (no @Get, @Post, ...). */
+/**
+ * The route of `handler` (a method of `controller`), or undefined when it is not an HTTP route (no @Get, @Post, ...).
+ */
 export function httpRouteOf(
   controller: Function,
   handler: Function,
@@ -73,7 +75,10 @@ function pathList(value: unknown): string[] {
   return [];
 }
 
-/** `/v1`-style segments under URI versioning (the handler's version, else its controller's, else the default); `''` otherwise. */
+/**
+ * `/v1`-style segments under URI versioning (the handler's version, else its controller's, else the default); `''`
+ * otherwise.
+ */
 function versionSegments(controller: Function, handler: Function, versioning: VersioningOptions | undefined): string[] {
   if (versioning?.type !== VersioningType.URI) return [''];
   const version = (Reflect.getMetadata(VERSION_METADATA, handler) ||

@@ -178,9 +178,9 @@ export class Acquisition {
   }
 
   /**
-   * Attempts until granted or `wait` runs out (`once`: a single attempt, null when busy). Between attempts the caller sleeps on the store's release
-   * announcements (no polling), with a fallback wake-up when the holder's lease would expire (expiry is
-   * not announced) plus random jitter, so waiters of several processes do not retry in step.
+   * Attempts until granted or `wait` runs out (`once`: a single attempt, null when busy). Between attempts the caller
+   * sleeps on the store's release announcements (no polling), with a fallback wake-up when the holder's lease would
+   * expire (expiry is not announced) plus random jitter, so waiters of several processes do not retry in step.
    */
   private grant(attempt: Attempt): Promise<AcquireGrant | null> {
     // The first attempt without the waiting loop's async frame (the hot path of every lock): nobody of

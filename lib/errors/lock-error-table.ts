@@ -11,13 +11,13 @@ import {
  * LockError's constructor), so the error answers an HTTP request by itself, as any HttpException does;
  * lock-transport-errors.ts builds the RPC, WebSocket and GraphQL shapes from the same rows.
  *
- * | error                 | code               | HTTP                  | RPC / WebSocket / GraphQL          | logged at |
- * | --------------------- | ------------------ | --------------------- | ---------------------------------- | --------- |
- * | LockNotAcquiredError  | `LOCK_BUSY`        | 409 + Retry-After     | code, message, keys, retryAfterMs  | debug     |
- * | InvalidLockKeyError   | `LOCK_INVALID_KEY` | 400                   | code, message                      | debug     |
- * | LockUnavailableError  | `LOCK_UNAVAILABLE` | 503                   | code, message                      | warn      |
- * | LockLostError         | `LOCK_LOST`        | 500                   | code, message                      | error     |
- * | LockOptionsError      | —                  | 500, Nest's bare body | passed through (Nest's own answer) | error     |
+ * | error | code | HTTP | RPC / WebSocket / GraphQL | logged at |
+ * | --- | --- | --- | --- | --- |
+ * | LockNotAcquiredError | `LOCK_BUSY` | 409 + Retry-After | code, message, keys, retryAfterMs | debug |
+ * | InvalidLockKeyError | `LOCK_INVALID_KEY` | 400 | code, message | debug |
+ * | LockUnavailableError | `LOCK_UNAVAILABLE` | 503 | code, message | warn |
+ * | LockLostError | `LOCK_LOST` | 500 | code, message | error |
+ * | LockOptionsError | — | 500, Nest's bare body | passed through (Nest's own answer) | error |
  *
  * Busy and bad-key are the client's conditions (it asked for a held lock, or sent a value that cannot name
  * one): logging them as server errors would bury real ones, so they go to debug. An unreachable store is

@@ -10,9 +10,15 @@ export interface LockNotAcquiredDetails {
    * reads like a mutex ("held by another owner").
    */
   readonly limit?: number;
-  /** `'read'` for a reader, which only a writer (holding the key, or first in line for it) turns away; absent for a writer. */
+  /**
+   * `'read'` for a reader, which only a writer (holding the key, or first in line for it) turns away; absent for a
+   * writer.
+   */
   readonly mode?: 'read';
-  /** `'readers'` for a writer that readers (of a read-write lock) turned away; absent when a writer holds the key, or unknown. */
+  /**
+   * `'readers'` for a writer that readers (of a read-write lock) turned away; absent when a writer holds the key, or
+   * unknown.
+   */
   readonly heldBy?: 'readers';
 }
 

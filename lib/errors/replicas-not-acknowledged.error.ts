@@ -15,7 +15,8 @@ export class ReplicasNotAcknowledgedError extends Error {
   ) {
     super(
       `only ${acknowledged} of ${minReplicas.replicas} replica${minReplicas.replicas === 1 ? '' : 's'} ` +
-        `acknowledged the ${write === 'fence' ? 'fence write-back' : write} within ${minReplicas.timeout} ms (minReplicas)` +
+        `acknowledged the ${write === 'fence' ? 'fence write-back' : write} ` +
+        `within ${minReplicas.timeout} ms (minReplicas)` +
         (write === 'grant' ? '; the grant is undone' : write === 'renewal' ? '; the renewal does not count' : ''),
     );
     this.name = 'ReplicasNotAcknowledgedError';

@@ -19,10 +19,16 @@ export function unavailableAdvice(detail: string, cause: unknown): string {
   const texts = [detail, ...messagesOf(cause)];
   if (texts.some((text) => MODULE_REFUSALS.some((refusal) => text.includes(refusal)))) return '';
   if (texts.some((text) => AUTHENTICATION_FAILED.test(text))) {
-    return ' Redis refused the credentials (authentication failed): check the username and password the connection is given (URL, password/username options, or the borrowed client).';
+    return (
+      ' Redis refused the credentials (authentication failed): check the username and password ' +
+      'the connection is given (URL, password/username options, or the borrowed client).'
+    );
   }
   if (texts.some((text) => ACL_REFUSED.test(text))) {
-    return ' Redis\' ACL refused the connection\'s user: allow it the scripting, pub/sub and key commands the module uses (README, "Redis ACL").';
+    return (
+      " Redis' ACL refused the connection's user: allow it the scripting, " +
+      'pub/sub and key commands the module uses (README, "Redis ACL").'
+    );
   }
   return ' Check that Redis is reachable.';
 }

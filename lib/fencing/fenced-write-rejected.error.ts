@@ -16,10 +16,13 @@ export class FencedWriteRejectedError extends LockError {
   ) {
     super(
       fence < lastFence
-        ? `Write to ${JSON.stringify(key)} refused: fencing token ${fence} is older than ${lastFence}, the last one that wrote it. ` +
+        ? `Write to ${JSON.stringify(key)} refused: fencing token ${fence} ` +
+            `is older than ${lastFence}, the last one that wrote it. ` +
             `The lock was lost and a newer holder has written since; stop this work.`
-        : `Write to ${JSON.stringify(key)} refused: fencing token ${fence} wrote it already, under a grant this writer is not ` +
-            `known to be. Another grant carried the same token, so stop this work; to write again under one grant, pass ` +
+        : `Write to ${JSON.stringify(key)} refused: fencing token ` +
+            `${fence} wrote it already, under a grant this writer is not ` +
+            `known to be. Another grant carried the same token, ` +
+            `so stop this work; to write again under one grant, pass ` +
             `the Lock rather than its fence.`,
     );
   }

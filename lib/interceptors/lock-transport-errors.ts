@@ -29,7 +29,9 @@ function rowOf(error: unknown): LockErrorRow | undefined {
   return code ? LOCK_ERROR_ROWS[code] : UNMAPPED_LOCK_ERROR_ROW;
 }
 
-/** The client-facing description of a lock error: its HTTP body without Nest's fields; undefined for any other error. */
+/**
+ * The client-facing description of a lock error: its HTTP body without Nest's fields; undefined for any other error.
+ */
 export function lockErrorPayload(error: unknown): LockErrorPayload | undefined {
   if (!(error instanceof LockError)) return undefined;
   const { statusCode: _statusCode, error: _reason, code, ...rest } = error.getResponse();

@@ -74,7 +74,8 @@ export class LockInterceptor implements NestInterceptor, OnModuleInit {
       throw new LockOptionsError(
         '@Locked',
         'used in an application without LockModule',
-        'an application that imports LockModule (LockModule.forRoot() or forRootAsync(), once, e.g. in the root module)',
+        'an application that imports LockModule (LockModule.forRoot() ' +
+          'or forRootAsync(), once, e.g. in the root module)',
       );
     }
     return this.resolved;

@@ -117,7 +117,8 @@ describe('RetryAfterEstimator', () => {
 
     const waited = estimator.busyError(new LockNotAcquiredError(['a'], LEASE_LEFT, 2_003), { site, wait: 2_000 });
     expect(waited.message).toBe(
-      `Lock on "a" not acquired: still held by another owner after waiting 2000 ms. Retry later or raise the 'wait' option.`,
+      `Lock on "a" not acquired: still held by another owner after ` +
+        `waiting 2000 ms. Retry later or raise the 'wait' option.`,
     );
 
     // A semaphore's or a reader's wording survives the estimate: @Locked(…, { limit }) says its permits are taken.

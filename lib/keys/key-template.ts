@@ -215,7 +215,8 @@ function parsePlaceholder(source: string, inner: string): KeyPlaceholder {
     if (!SEGMENT.test(segment)) {
       malformed(
         source,
-        `placeholder ${text} has ${segment ? `an invalid part "${segment}"` : 'an empty part'}: use letters, digits, '_', '$' or '-' between dots`,
+        `placeholder ${text} has ${segment ? `an invalid part "${segment}"` : 'an empty part'}: ` +
+          `use letters, digits, '_', '$' or '-' between dots`,
       );
     }
   }
@@ -227,7 +228,8 @@ function parsePlaceholder(source: string, inner: string): KeyPlaceholder {
   }
   return malformed(
     source,
-    `placeholder ${text} starts with "${root}"; a placeholder starts with ${ROUTE_KEY_ROOTS.join(', ')} (route handlers) or an argument index such as 0 (provider methods)`,
+    `placeholder ${text} starts with "${root}"; a placeholder starts with ` +
+      `${ROUTE_KEY_ROOTS.join(', ')} (route handlers) or an argument index such as 0 (provider methods)`,
   );
 }
 

@@ -2,9 +2,9 @@ import type { LockKeyNames } from './lock-key-names';
 
 /**
  * Derives the Redis names of a lock from its key. The key is wrapped in a hash tag, `prefix{key}`, and the
- * fence counter, release channel, permits record, writer intent and awaited mark extend that name, so every key one lock touches lands in the same
- * Redis Cluster slot. Redis hashes the text between the first `{` and the first `}` after it, or the whole
- * name when that text is empty:
+ * fence counter, release channel, permits record, writer intent and awaited mark extend that name, so every key one
+ * lock touches lands in the same Redis Cluster slot. Redis hashes the text between the first `{` and the first `}`
+ * after it, or the whole name when that text is empty:
  * - a key containing `}` ends the tag early, but at the same place in all three names: still one slot;
  * - a key starting with `}` would make the tag empty, and each name would hash whole, to different slots.
  *   Such a key (and, to keep the naming injective, one starting with the escape character `\`) is written

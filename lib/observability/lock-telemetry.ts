@@ -4,7 +4,10 @@ import { safeMessage } from '../errors/safe-cause';
 /** The instrumentation scope (meter and tracer name) of every metric and span below. */
 export const LOCK_INSTRUMENTATION_SCOPE = 'nestjs-redis-lock';
 
-/** Metric and span names (docs/operations.md). Durations are in milliseconds, as OpenTelemetry's other Node instrumentations report them. */
+/**
+ * Metric and span names (docs/operations.md). Durations are in milliseconds, as OpenTelemetry's other Node
+ * instrumentations report them.
+ */
 export const LOCK_METRICS = {
   /** Counter, `{acquisition}`: acquisitions by `lock.outcome` (acquired, busy, unavailable, cancelled, error). */
   acquisitions: 'lock.acquisitions',
@@ -18,7 +21,10 @@ export const LOCK_METRICS = {
   lost: 'lock.lost',
   /** Counter, `{term}`: terms of office this process began, by `lock.name` (`leader:<name>`). */
   leaderTerms: 'lock.leader.terms',
-  /** Histogram, `ms`: time as leader, from the election to the end of the term, by `lock.outcome` (lost, resigned, shutdown). */
+  /**
+   * Histogram, `ms`: time as leader, from the election to the end of the term, by `lock.outcome` (lost, resigned,
+   * shutdown).
+   */
   leaderDuration: 'lock.leader.duration',
   /** UpDownCounter, `{term}`: leaderships this process holds now. */
   leading: 'lock.leader.leading',

@@ -6,7 +6,8 @@ import type { Cluster, Redis, RedisOptions } from 'ioredis';
 
 /**
  * A client or cluster of ioredis' API that is not this ioredis: iovalkey's `Redis` / `Cluster`, or a second
- * copy of ioredis. Recognised by shape; the module only ever duplicates it (docs/stores-and-deployment.md, "Connections").
+ * copy of ioredis. Recognised by shape; the module only ever duplicates it (docs/stores-and-deployment.md,
+ * "Connections").
  */
 export interface IoredisLikeClient {
   defineCommand(...args: never[]): unknown;
@@ -127,7 +128,8 @@ export interface LockModuleOptions {
   instance?: string | undefined;
   /**
    * Replication safety on Sentinel or Cluster (or a master with replicas): a grant or renewal counts only
-   * once `replicas` replicas acknowledged it within `timeout` ms (docs/stores-and-deployment.md, "Replication"). Off by default.
+   * once `replicas` replicas acknowledged it within `timeout` ms (docs/stores-and-deployment.md, "Replication"). Off by
+   * default.
    */
   minReplicas?: MinReplicas | undefined;
   /**

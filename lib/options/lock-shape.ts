@@ -11,7 +11,9 @@ export type LockShape =
 /** The shape of a call without `limit` or `mode`. */
 export const MUTEX: LockShape = Object.freeze({ kind: 'mutex' });
 
-/** How an options error names the `limit` of a call that gave none (a mutex): not "undefined", but what it asked for. */
+/**
+ * How an options error names the `limit` of a call that gave none (a mutex): not "undefined", but what it asked for.
+ */
 export const MUTEX_WANTED = 'not set (a mutex)';
 
 /** A shape in words, for error messages. */

@@ -17,15 +17,19 @@ describe('resolveLockOptions', () => {
     expect(resolveLockOptions({ errorMapping: false }).errorMapping).toBe(false);
   });
 
-  it('undefined options (a forRootAsync factory that returned nothing, or failed) are a LockOptionsError, not an in-process store', () => {
-    expect(() => resolveLockOptions(undefined)).toThrow(
-      new LockOptionsError(
-        'options',
-        undefined,
-        'an object of LockModuleOptions from the forRootAsync factory ({} for the defaults)',
-      ),
-    );
-  });
+  it(
+    'undefined options (a forRootAsync factory that returned nothing, ' +
+      'or failed) are a LockOptionsError, not an in-process store',
+    () => {
+      expect(() => resolveLockOptions(undefined)).toThrow(
+        new LockOptionsError(
+          'options',
+          undefined,
+          'an object of LockModuleOptions from the forRootAsync factory ({} for the defaults)',
+        ),
+      );
+    },
+  );
 
   it.each<[string, unknown]>([
     ['ttl', { ttl: 0 }],

@@ -111,7 +111,8 @@ export function resolveLockOptions(options: LockModuleOptions | undefined): Reso
     throw new LockOptionsError(
       'minReplicas',
       given.minReplicas,
-      'no minReplicas with a node-redis Cluster (its WAIT may reach another node than the grant); lend an ioredis Cluster, or leave minReplicas off',
+      'no minReplicas with a node-redis Cluster (its WAIT may reach another ' +
+        'node than the grant); lend an ioredis Cluster, or leave minReplicas off',
     );
   }
   return {

@@ -21,7 +21,8 @@ export function leaseLength(option: string, value: unknown, infinityAllowed: boo
     throw new LockOptionsError(
       option,
       value,
-      `a ${infinityAllowed ? '' : 'finite '}number of milliseconds from ${MIN_TTL_MS} to ${LONGEST_MS}: a lease is valid for ` +
+      `a ${infinityAllowed ? '' : 'finite '}number of milliseconds ` +
+        `from ${MIN_TTL_MS} to ${LONGEST_MS}: a lease is valid for ` +
         'its length minus the clock-drift allowance (ttl × driftFactor + 2 ms) and a round trip, so a shorter one ' +
         'could never be granted on Redis',
     );

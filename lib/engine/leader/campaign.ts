@@ -217,7 +217,8 @@ export class Campaign implements Leadership {
     const ledMs = performance.now() - office.electedAt;
     this.host.observer.deposed(this.name, this.key, term.term, reason, ledMs);
     this.host.logger.log(
-      `No longer leader of "${this.name}" (term ${term.term}, ${Math.round(ledMs)} ms): ${reason === 'lost' ? 'its lease was lost' : reason}`,
+      `No longer leader of "${this.name}" (term ${term.term}, ` +
+        `${Math.round(ledMs)} ms): ${reason === 'lost' ? 'its lease was lost' : reason}`,
     );
   }
 

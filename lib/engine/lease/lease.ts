@@ -16,7 +16,10 @@ export interface LeaseHost {
   ended(lease: Lease): void;
   /** Releases `lock`, logging a failure instead of throwing it (withLock's release; `await using`'s too). */
   releaseQuietly(lock: Lock): Promise<void>;
-  /** Lets `work` (which must never reject unhandled) finish without a caller; shutdown waits for it before closing the store. */
+  /**
+   * Lets `work` (which must never reject unhandled) finish without a caller; shutdown waits for it before closing the
+   * store.
+   */
   inBackground(work: Promise<unknown>): void;
 }
 
@@ -270,10 +273,12 @@ export class Lease implements ScheduledTask {
     this.renewing = false;
     if (this.state !== 'held') return;
     if (validUntil === null) {
-      // A renewal shortened to end at maxHold leaves little validity: an answer that came after it is no news of a loss.
+      // A renewal shortened to end at maxHold leaves little validity: an answer that came after it is no news of a
+      // loss.
       this.lose(
         this.cappedByMaxHold
-          ? 'its lease ran out: maxHold reached (its last renewal, shortened to end at maxHold, was not confirmed in time)'
+          ? 'its lease ran out: maxHold reached (its last renewal, ' +
+              'shortened to end at maxHold, was not confirmed in time)'
           : 'the lease was gone when renewing it (expired, deleted or taken)',
       );
     } else {

@@ -30,7 +30,8 @@ describe('ConnectionLog', () => {
     expect(lines).toEqual([
       "warn Redis connection 'redis': connect ECONNREFUSED 127.0.0.1:6399",
       "warn Redis connection 'redis': Connection is closed.",
-      "log Redis connection 'redis' is ready (after the errors logged above; they came 3 more time(s) while reconnecting)",
+      "log Redis connection 'redis' is ready (after the errors " +
+        'logged above; they came 3 more time(s) while reconnecting)',
       "warn Redis connection 'redis': connect ECONNREFUSED 127.0.0.1:6399",
       "log Redis connection 'redis' is ready (after the errors logged above)",
     ]);
@@ -47,7 +48,8 @@ describe('ConnectionLog', () => {
     expect(lines).toEqual([
       "warn Redis connection 'redis, node 127.0.0.1:7001': connect ECONNREFUSED 127.0.0.1:7001",
       "warn Redis connection 'redis, node 127.0.0.1:7001': Connection is closed.",
-      "log Redis connection 'redis, node 127.0.0.1:7001' is ready (after the errors logged above; they came 18 more time(s) while reconnecting)",
+      "log Redis connection 'redis, node 127.0.0.1:7001' is ready (after " +
+        'the errors logged above; they came 18 more time(s) while reconnecting)',
     ]);
   });
 
@@ -62,39 +64,49 @@ describe('ConnectionLog', () => {
     expect(lines[17]).toBe("warn Redis connection 'redis': error a");
   });
 
-  it("compares errors without their numbers (a Sentinel retry delay), and logs one that keeps coming a minute later (no 'ready' in between)", () => {
-    vi.useFakeTimers({ toFake: ['performance'] });
-    const { logger, lines } = recordingLogger();
-    const log = new ConnectionLog(logger, 'redis');
-    log.error('All sentinels are unreachable. Retrying from scratch after 10ms.');
-    log.error('All sentinels are unreachable. Retrying from scratch after 20ms.');
-    vi.advanceTimersByTime(60_000);
-    log.error('All sentinels are unreachable. Retrying from scratch after 30ms.');
-    expect(lines).toEqual([
-      "warn Redis connection 'redis': All sentinels are unreachable. Retrying from scratch after 10ms.",
-      "warn Redis connection 'redis': All sentinels are unreachable. Retrying from scratch after 30ms. (came 1 more time(s) since it was last logged)",
-    ]);
-  });
+  it(
+    'compares errors without their numbers (a Sentinel retry delay), ' +
+      "and logs one that keeps coming a minute later (no 'ready' in between)",
+    () => {
+      vi.useFakeTimers({ toFake: ['performance'] });
+      const { logger, lines } = recordingLogger();
+      const log = new ConnectionLog(logger, 'redis');
+      log.error('All sentinels are unreachable. Retrying from scratch after 10ms.');
+      log.error('All sentinels are unreachable. Retrying from scratch after 20ms.');
+      vi.advanceTimersByTime(60_000);
+      log.error('All sentinels are unreachable. Retrying from scratch after 30ms.');
+      expect(lines).toEqual([
+        "warn Redis connection 'redis': All sentinels are unreachable. Retrying from scratch after 10ms.",
+        "warn Redis connection 'redis': All sentinels are unreachable. " +
+          'Retrying from scratch after 30ms. (came 1 more time(s) since it was last logged)',
+      ]);
+    },
+  );
 });
 
 describe('ClusterNodeLogs', () => {
-  it('logs each node as a connection of its own, keeps its log while the client remakes it, and forgets it once ready', () => {
-    const { logger, lines } = recordingLogger();
-    const nodes = new ClusterNodeLogs(logger, 'redis');
-    nodes.error('10.0.0.7:6379', 'connect ECONNREFUSED 10.0.0.7:6379');
-    nodes.error('10.0.0.8:6379', 'connect ECONNREFUSED 10.0.0.8:6379');
-    // The same node again (the client dropped and remade its connection): not logged again.
-    nodes.error('10.0.0.7:6379', 'connect ECONNREFUSED 10.0.0.7:6379');
-    nodes.ready('10.0.0.7:6379');
-    nodes.ready('10.0.0.9:6379');
-    nodes.error('10.0.0.7:6379', 'connect ECONNREFUSED 10.0.0.7:6379');
-    expect(lines).toEqual([
-      "warn Redis connection 'redis, node 10.0.0.7:6379': connect ECONNREFUSED 10.0.0.7:6379",
-      "warn Redis connection 'redis, node 10.0.0.8:6379': connect ECONNREFUSED 10.0.0.8:6379",
-      "log Redis connection 'redis, node 10.0.0.7:6379' is ready (after the errors logged above; they came 1 more time(s) while reconnecting)",
-      "warn Redis connection 'redis, node 10.0.0.7:6379': connect ECONNREFUSED 10.0.0.7:6379",
-    ]);
-  });
+  it(
+    'logs each node as a connection of its own, ' +
+      'keeps its log while the client remakes it, and forgets it once ready',
+    () => {
+      const { logger, lines } = recordingLogger();
+      const nodes = new ClusterNodeLogs(logger, 'redis');
+      nodes.error('10.0.0.7:6379', 'connect ECONNREFUSED 10.0.0.7:6379');
+      nodes.error('10.0.0.8:6379', 'connect ECONNREFUSED 10.0.0.8:6379');
+      // The same node again (the client dropped and remade its connection): not logged again.
+      nodes.error('10.0.0.7:6379', 'connect ECONNREFUSED 10.0.0.7:6379');
+      nodes.ready('10.0.0.7:6379');
+      nodes.ready('10.0.0.9:6379');
+      nodes.error('10.0.0.7:6379', 'connect ECONNREFUSED 10.0.0.7:6379');
+      expect(lines).toEqual([
+        "warn Redis connection 'redis, node 10.0.0.7:6379': connect ECONNREFUSED 10.0.0.7:6379",
+        "warn Redis connection 'redis, node 10.0.0.8:6379': connect ECONNREFUSED 10.0.0.8:6379",
+        "log Redis connection 'redis, node 10.0.0.7:6379' is ready (after " +
+          'the errors logged above; they came 1 more time(s) while reconnecting)',
+        "warn Redis connection 'redis, node 10.0.0.7:6379': connect ECONNREFUSED 10.0.0.7:6379",
+      ]);
+    },
+  );
 
   it('remembers 64 nodes: a 65th forgets the first', () => {
     const { logger, lines } = recordingLogger();

@@ -19,9 +19,9 @@ interface ErrorKind {
 /**
  * What a lock connection logs of its own state: each kind of error of an outage once (a refused connection,
  * then a timeout), not again at each reconnection attempt (a few seconds' outage would otherwise log dozens
- * of warnings per process), also when two kinds alternate (an ioredis Cluster node: "connect ECONNREFUSED", then "Connection is
- * closed." at each of its attempts); and, once the connection is ready after errors, that it is ready, so the
- * log says when the outage ended. Errors are compared without their numbers (ioredis' Sentinel message names
+ * of warnings per process), also when two kinds alternate (an ioredis Cluster node: "connect ECONNREFUSED", then
+ * "Connection is closed." at each of its attempts); and, once the connection is ready after errors, that it is ready,
+ * so the log says when the outage ended. Errors are compared without their numbers (ioredis' Sentinel message names
  * its retry delay, different at each attempt); one still coming a minute after it was logged is logged again,
  * for a connection that reports no readiness in between (a node-redis Cluster).
  */

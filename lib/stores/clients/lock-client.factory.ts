@@ -22,7 +22,8 @@ export function createLockClient(connection: string | RedisOptions | object, opt
     const prefix = lentKeyPrefix(lent);
     if (prefix !== undefined) {
       options.logger.warn(
-        `${options.label}: the lent client's keyPrefix '${prefix}' is not applied to lock keys (LockModule's keyPrefix ` +
+        `${options.label}: the lent client's keyPrefix '${prefix}' is ` +
+          `not applied to lock keys (LockModule's keyPrefix ` +
           "names them, the same in every process); to keep it, put it in LockModule's keyPrefix",
       );
     }

@@ -325,7 +325,10 @@ export class MemoryLockStore implements LockStore {
     return lease;
   }
 
-  /** The holders of a key held as permits, expired ones dropped on the way (so a crashed holder's permit is reclaimed); undefined when none is left. */
+  /**
+   * The holders of a key held as permits, expired ones dropped on the way (so a crashed holder's permit is reclaimed);
+   * undefined when none is left.
+   */
   private livePermits(lockKey: string, now: number): PermitSet | undefined {
     const set = this.permits.get(lockKey);
     if (!set) return undefined;

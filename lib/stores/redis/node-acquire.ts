@@ -1,4 +1,5 @@
-// One acquire attempt on a node: the mutex, writer and permit scripts, and the take-back of a grant too few replicas acknowledged.
+// One acquire attempt on a node: the mutex, writer and permit scripts, and the take-back of a grant too few replicas
+// acknowledged.
 import { ReplicasNotAcknowledgedError } from '../../errors/replicas-not-acknowledged.error';
 import { StoreClosedError } from '../../errors/store-closed.error';
 import type { MinReplicas } from '../../options/lock-options.interface';

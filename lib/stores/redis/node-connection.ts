@@ -1,4 +1,5 @@
-// How a node sends its scripts: each bounded by a timeout, a write followed by WAIT, failures recorded and mapped, nothing new once closed.
+// How a node sends its scripts: each bounded by a timeout, a write followed by WAIT, failures recorded and mapped,
+// nothing new once closed.
 import { ReplicasNotAcknowledgedError } from '../../errors/replicas-not-acknowledged.error';
 import { StoreClosedError } from '../../errors/store-closed.error';
 import type { MinReplicas } from '../../options/lock-options.interface';
@@ -18,9 +19,14 @@ import { scriptError } from './node-errors';
  * it (see write).
  */
 export class NodeConnection {
-  /** Set by close(): nothing is sent or opened afterwards but what finishes earlier work (a lent client stays usable to its owner). */
+  /**
+   * Set by close(): nothing is sent or opened afterwards but what finishes earlier work (a lent client stays usable to
+   * its owner).
+   */
   private closed = false;
-  /** True while a command that finishes earlier work is being sent (see sendPastClose): it goes out even once closed. */
+  /**
+   * True while a command that finishes earlier work is being sent (see sendPastClose): it goes out even once closed.
+   */
   private sendingPastClose = false;
   /** Whether the last command failed (see `failing`). */
   private lastFailed = false;

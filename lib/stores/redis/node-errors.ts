@@ -6,7 +6,8 @@ import type { LockKeyNames } from '../lock-store.interface';
 export function foreignData(key: LockKeyNames, which: 'lock' | 'fence'): InvalidLockKeyError {
   return new InvalidLockKeyError(
     key.name,
-    `Redis key ${JSON.stringify(which === 'lock' ? key.lockKey : key.fenceKey)} holds data that is not this library's; ` +
+    `Redis key ${JSON.stringify(which === 'lock' ? key.lockKey : key.fenceKey)} ` +
+      `holds data that is not this library's; ` +
       `choose another key or keyPrefix`,
   );
 }

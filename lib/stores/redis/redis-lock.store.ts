@@ -1,4 +1,5 @@
-// The lock store on one Redis deployment: each LockStore operation as one script on the node, its failures as lock errors.
+// The lock store on one Redis deployment: each LockStore operation as one script on the node, its failures as lock
+// errors.
 import { LockError, LockUnavailableError } from '../../errors';
 import { ReplicasNotAcknowledgedError } from '../../errors/replicas-not-acknowledged.error';
 import { StoreClosedError } from '../../errors/store-closed.error';

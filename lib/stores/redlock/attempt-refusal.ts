@@ -16,7 +16,9 @@ const READER = '\0reader:';
 
 /** A refused attempt, as the nodes heard answered it. */
 export interface Refusal {
-  /** The answers heard (after the verdict, a writer refused by readers hears the other nodes out: see RedlockAttempts). */
+  /**
+   * The answers heard (after the verdict, a writer refused by readers hears the other nodes out: see RedlockAttempts).
+   */
   readonly heard: readonly NodeAnswer<NodeAcquireReply>[];
   /** The quorum for the lock's shape. */
   readonly quorum: number;
@@ -159,7 +161,9 @@ export function namesReaders(answers: readonly NodeAnswer<NodeAcquireReply>[]): 
   return named;
 }
 
-/** A node's refusal that is the caller's to fix, not the node's failure: foreign data, or a key held as another kind. */
+/**
+ * A node's refusal that is the caller's to fix, not the node's failure: foreign data, or a key held as another kind.
+ */
 export function isCallersMistake(error: unknown): boolean {
   return error instanceof InvalidLockKeyError || error instanceof LockOptionsError;
 }

@@ -93,7 +93,8 @@ export class DistinctServers {
       // Down, slow or briefly refusing: asked again later. A refusal for good would only repeat.
       if (!REFUSED_FOR_GOOD.test(message)) return;
       this.logger.warn(
-        `Cannot tell which Redis server ${node.label} is (${message}): it is left out of the check for two names of one server`,
+        `Cannot tell which Redis server ${node.label} is (${message}): ` +
+          `it is left out of the check for two names of one server`,
       );
       id = null;
     }

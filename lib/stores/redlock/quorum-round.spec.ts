@@ -82,23 +82,31 @@ describe('QuorumRound', () => {
 });
 
 describe('semaphoreQuorumOf', () => {
-  it('is the majority for limit 1 and grows with the limit: 3 nodes need all 3 from limit 2, 5 nodes need 4 for limit 2-3', () => {
-    expect([1, 2, 3, 10].map((limit) => semaphoreQuorumOf(3, limit))).toEqual([2, 3, 3, 3]);
-    expect([1, 2, 3, 4, 10].map((limit) => semaphoreQuorumOf(5, limit))).toEqual([3, 4, 4, 5, 5]);
-    expect(semaphoreQuorumOf(1, 5)).toBe(1);
-  });
+  it(
+    'is the majority for limit 1 and grows with the limit: ' +
+      '3 nodes need all 3 from limit 2, 5 nodes need 4 for limit 2-3',
+    () => {
+      expect([1, 2, 3, 10].map((limit) => semaphoreQuorumOf(3, limit))).toEqual([2, 3, 3, 3]);
+      expect([1, 2, 3, 4, 10].map((limit) => semaphoreQuorumOf(5, limit))).toEqual([3, 4, 4, 5, 5]);
+      expect(semaphoreQuorumOf(1, 5)).toBe(1);
+    },
+  );
 
-  it('admits at most `limit` holders however permits are spread: N nodes x limit slots cannot fit limit + 1 holders of q nodes', () => {
-    for (let nodes = 1; nodes <= 9; nodes++) {
-      for (let limit = 1; limit <= 12; limit++) {
-        const quorum = semaphoreQuorumOf(nodes, limit);
-        // Pigeonhole: holders x quorum slots must fit in nodes x limit slots.
-        expect(Math.floor((nodes * limit) / quorum)).toBeLessThanOrEqual(limit);
-        // And the majority alone would not do, from limit 2 on 3 nodes: 3 x 2 / 2 = 3 holders of limit 2.
-        if (nodes === 3 && limit === 2) expect(Math.floor((nodes * limit) / quorumOf(nodes))).toBe(3);
-        expect(quorum).toBeGreaterThanOrEqual(quorumOf(nodes));
-        expect(quorum).toBeLessThanOrEqual(nodes);
+  it(
+    'admits at most `limit` holders however permits are spread: ' +
+      'N nodes x limit slots cannot fit limit + 1 holders of q nodes',
+    () => {
+      for (let nodes = 1; nodes <= 9; nodes++) {
+        for (let limit = 1; limit <= 12; limit++) {
+          const quorum = semaphoreQuorumOf(nodes, limit);
+          // Pigeonhole: holders x quorum slots must fit in nodes x limit slots.
+          expect(Math.floor((nodes * limit) / quorum)).toBeLessThanOrEqual(limit);
+          // And the majority alone would not do, from limit 2 on 3 nodes: 3 x 2 / 2 = 3 holders of limit 2.
+          if (nodes === 3 && limit === 2) expect(Math.floor((nodes * limit) / quorumOf(nodes))).toBe(3);
+          expect(quorum).toBeGreaterThanOrEqual(quorumOf(nodes));
+          expect(quorum).toBeLessThanOrEqual(nodes);
+        }
       }
-    }
-  });
+    },
+  );
 });

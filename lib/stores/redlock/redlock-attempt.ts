@@ -1,4 +1,5 @@
-// One Redlock acquire attempt on every node: its verdict, its fences, its undo, and the intents its outcome does not report.
+// One Redlock acquire attempt on every node: its verdict, its fences, its undo, and the intents its outcome does not
+// report.
 import type { AcquireOutcome, AcquireRequest, LockKeyNames } from '../lock-store.interface';
 import type { NodeAcquireReply } from '../redis/node-replies';
 import type { RedisLockNode } from '../redis/redis-lock-node';

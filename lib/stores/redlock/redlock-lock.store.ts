@@ -89,7 +89,8 @@ export class RedlockLockStore extends RedisStoreBase implements LockStore {
       throw redlock.unavailable(
         request.keys,
         'extend',
-        `renewed on ${extended} of ${redlock.count} Redlock nodes, a quorum is ${quorum}; the others refused or did not answer`,
+        `renewed on ${extended} of ${redlock.count} Redlock nodes, ` +
+          `a quorum is ${quorum}; the others refused or did not answer`,
         answers,
       );
     }

@@ -1,4 +1,5 @@
-// A Redlock node's order of each token's commands: no undo, release or withdrawal overtaken by the token's own writer's second script.
+// A Redlock node's order of each token's commands: no undo, release or withdrawal overtaken by the token's own writer's
+// second script.
 import { CommandTimeoutError } from '../../errors/command-timeout.error';
 import { noop } from '../../util/noop';
 import { type Expirable, expireAfter } from '../../util/with-timeout';

@@ -1,4 +1,5 @@
-// Spec: the release hub wakes one waiter per release, counts each release once, and hands a release over to a claimed waiter.
+// Spec: the release hub wakes one waiter per release, counts each release once, and hands a release over to a claimed
+// waiter.
 import type { AcquireGrant, HandoverOffer, LockKeyNames } from '../lock-store.interface';
 import { ReleaseHub } from './release-hub';
 
@@ -196,23 +197,27 @@ describe('ReleaseHub', () => {
       watch.close({ acquired: true });
     });
 
-    it('a declined claim wakes the sleeper to attempt (its offer is told), and the wake passes on if it leaves unused', async () => {
-      const { hub } = hubWithLog();
-      const first = hub.watch([names('k')]);
-      const second = hub.watch([names('k')]);
-      const offer = offerFor('a');
-      const firstSleep = first.next(5_000, undefined, false, offer);
-      let secondWoken = false;
-      void second.next(5_000).then(() => (secondWoken = true));
-      hub.claim('k:c')?.decline();
-      expect(await firstSleep).toBeUndefined();
-      expect(offer.declines).toBe(1);
-      // Closed as granted but without reading `seen` (it never went back to attempt): the wake was unused.
-      first.close({ acquired: true });
-      await new Promise((resolve) => setImmediate(resolve));
-      expect(secondWoken).toBe(true);
-      second.close();
-    });
+    it(
+      'a declined claim wakes the sleeper to attempt (its offer is told), ' +
+        'and the wake passes on if it leaves unused',
+      async () => {
+        const { hub } = hubWithLog();
+        const first = hub.watch([names('k')]);
+        const second = hub.watch([names('k')]);
+        const offer = offerFor('a');
+        const firstSleep = first.next(5_000, undefined, false, offer);
+        let secondWoken = false;
+        void second.next(5_000).then(() => (secondWoken = true));
+        hub.claim('k:c')?.decline();
+        expect(await firstSleep).toBeUndefined();
+        expect(offer.declines).toBe(1);
+        // Closed as granted but without reading `seen` (it never went back to attempt): the wake was unused.
+        first.close({ acquired: true });
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(secondWoken).toBe(true);
+        second.close();
+      },
+    );
 
     it('claims nobody when the first sleeper made no offer, waits for several keys, or no longer accepts', async () => {
       const { hub } = hubWithLog();

@@ -1,4 +1,5 @@
-// How the Redis stores time a lease: its ttl in whole ms, the command timeout for it, and its validity less clock drift.
+// How the Redis stores time a lease: its ttl in whole ms, the command timeout for it, and its validity less clock
+// drift.
 import type { MinReplicas } from '../../options/lock-options.interface';
 
 /** What both Redis stores are made with (see createLockStore). */

@@ -151,8 +151,8 @@ export class IoredisInternals {
   }
 
   /**
-   * Queues a command this library builds (`command()`) on a pipeline (Pipeline#sendCommand, in ioredis 5 and 6 alike, but not
-   * in their typings of a pipeline), to be written to the socket the pipeline goes out on. False, queueing
+   * Queues a command this library builds (`command()`) on a pipeline (Pipeline#sendCommand, in ioredis 5 and 6 alike,
+   * but not in their typings of a pipeline), to be written to the socket the pipeline goes out on. False, queueing
    * nothing, when the connection takes no such commands or the pipeline has no sendCommand.
    */
   queueOnPipeline(pipeline: IoredisPipeline, command: () => Command): boolean {

@@ -1,4 +1,5 @@
-// One lock script as an ioredis command built directly, written as EVAL or EVALSHA per socket; used only where IoredisInternals finds ioredis' Command protocol.
+// One lock script as an ioredis command built directly, written as EVAL or EVALSHA per socket; used only where
+// IoredisInternals finds ioredis' Command protocol.
 import { Command } from 'ioredis';
 import type { RedisArgument } from '../lock-client';
 import type { LockScript } from '../lock-script';
@@ -32,8 +33,8 @@ interface ScriptCallWire {
 /**
  * The call encoded last. A Redlock round sends one script with the same keys and arguments to every node,
  * one node after the other in one synchronous loop (and so does its release): every command after the first
- * finds its arguments and its RESP bytes here instead of building them again (see docs/performance.md). Matched by value
- * against the strings it holds, never by array identity (a caller may change an array in place and send it
+ * finds its arguments and its RESP bytes here instead of building them again (see docs/performance.md). Matched by
+ * value against the strings it holds, never by array identity (a caller may change an array in place and send it
  * again), so a call never goes out with another's bytes; a miss (one Redis) costs a comparison or two.
  */
 let lastWire: ScriptCallWire | undefined;
@@ -195,7 +196,9 @@ function commandArguments(sha: string, keys: readonly string[], args: readonly R
   return all;
 }
 
-/** RESP: `name`, then `first` and strings[1..] as bulk strings (`first` replaces the SHA: the script itself for EVAL). */
+/**
+ * RESP: `name`, then `first` and strings[1..] as bulk strings (`first` replaces the SHA: the script itself for EVAL).
+ */
 function encode(name: string, first: string, strings: readonly string[]): string {
   let text = `*${strings.length + 1}\r\n$${name.length}\r\n${name}\r\n$${Buffer.byteLength(first)}\r\n${first}\r\n`;
   for (let i = 1; i < strings.length; i++) text += `$${Buffer.byteLength(strings[i])}\r\n${strings[i]}\r\n`;

@@ -1,4 +1,5 @@
-// Sends this library's own script commands on an ioredis connection: in full on a socket's first use, by SHA after, once more on NOSCRIPT.
+// Sends this library's own script commands on an ioredis connection: in full on a socket's first use, by SHA after,
+// once more on NOSCRIPT.
 import type { Command } from 'ioredis';
 import { CommandTimeoutError } from '../../../errors/command-timeout.error';
 import { expireAfter } from '../../../util/with-timeout';

@@ -137,7 +137,8 @@ export class TickBatch {
     for (let i = 0; i < calls.length; i++) {
       const each: unknown = reply[i];
       // An error nested in the reply is the call's own; ioredis' reconnectOnError never sees it (see the
-      // docs/stores-and-deployment.md, "Batched script calls": a READONLY fails the call, as it would a lone command sent a moment before the reconnect).
+      // docs/stores-and-deployment.md, "Batched script calls": a READONLY fails the call, as it would a lone command
+      // sent a moment before the reconnect).
       if (each instanceof Error) calls[i].fail(each);
       else calls[i].settle(each);
     }
@@ -157,7 +158,8 @@ export class TickBatch {
       this.batchesRefused = true;
       this.batches = false;
       this.logger.warn(
-        `Redis ${this.label}: a batch of script calls was refused (${safeMessage(error)}); sending each call on its own from now on`,
+        `Redis ${this.label}: a batch of script calls was refused ` +
+          `(${safeMessage(error)}); sending each call on its own from now on`,
       );
     }
     // In the order they were made, each with what is left of its time.

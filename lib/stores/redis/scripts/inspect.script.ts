@@ -6,8 +6,8 @@ import { lockScript } from '../../clients/lock-script';
  * Returns {1, value, pttl, fence} when the lock key holds a lease ({0} when free, or when it holds data of
  * another type, which is not a lease). `fence` is the key's fence counter: the holder's own fence, since a
  * grant is the last thing that bumped it (0 when the counter is missing or foreign). A key held as permits
- * (see PERMIT_ACQUIRE_SCRIPT and permit-helpers.lua.ts) gives {2, record, value1, ttlLeft1, fence1, ...}: its holders whose lease has not
- * expired, each with its own fence.
+ * (see PERMIT_ACQUIRE_SCRIPT and permit-helpers.lua.ts) gives {2, record, value1, ttlLeft1, fence1, ...}: its holders
+ * whose lease has not expired, each with its own fence.
  */
 export const INSPECT_SCRIPT = `
 local value = redis.pcall('GET', KEYS[1])
