@@ -30,8 +30,8 @@ export interface AcquireRequest {
    */
   readonly final?: boolean;
   /**
-   * The least fence this grant may take, in µs, the same on every node of a Redlock round (the caller's clock,
-   * see RedlockAttempts.attempt); absent, each Redis server reads its own clock (see NEXT_FENCE).
+   * The least fence this grant may take, in µs: the same on every node of a Redlock round (see
+   * RedlockAttempts.attempt); absent, the node reads this host's clock when it sends the script (fenceFloor).
    */
   readonly fenceFloor?: number;
 }

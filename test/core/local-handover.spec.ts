@@ -77,8 +77,8 @@ describe.each(storeRows(storesUnderTest(['redis'])))(
       expect(delta.publish ?? 0).toBe(0);
       expect(delta.del ?? 0).toBe(0);
       expect((delta.evalsha ?? 0) + (delta.eval ?? 0)).toBe(1);
-      // One fence taken (one read of the server's clock), and it is the waiter's.
-      expect(delta.time).toBe(1);
+      // One fence taken (one step of the counter), and it is the waiter's.
+      expect(delta.incr).toBe(1);
       expect(Number(await raw.get(names.names(key).fenceKey))).toBe(next.fence);
       // It is the waiter's lease now: the old holder's token is gone, the new one renews and releases.
       expect(await holder.release()).toBe(false);
@@ -176,9 +176,9 @@ describe.each(storeRows(storesUnderTest(['redis'])))(
       await app.close();
       const delta = statsDelta(before, await commandStats(url()));
       expect((await waiting)?.constructor.name).toBe('LockUnavailableError');
-      // A plain release: deleted and published, no fence taken for a grant (a grant reads the server's clock).
+      // A plain release: deleted and published, no fence taken for a grant (a grant steps the fence counter).
       expect(delta.del).toBe(1);
-      expect(delta.time ?? 0).toBe(0);
+      expect(delta.incr ?? 0).toBe(0);
       expect(await raw.exists(names.names(key).lockKey)).toBe(0);
     });
 

@@ -503,6 +503,21 @@ describe('bad input', () => {
       expect(await server.command('EXISTS', `lock:{${key}:a}`)).toBe(0);
     });
 
+    it.each(['twelve', '1.5', '007', '-5', '9007199254740990', '9223372036854775807', '99999999999999999999'])(
+      'text %j with an expiry at the fence key is refused and left as found, its value and its expiry',
+      async (foreign) => {
+        const { locks } = await apps.start({ redis: server.url });
+        const key = uniqueKey('foreign-fence');
+        const fenceKey = `lock:{${key}}:fence`;
+        await server.command('SET', fenceKey, foreign, 'PX', '60000');
+        await expect(locks.acquire(key)).rejects.toBeInstanceOf(InvalidLockKeyError);
+        await expect(locks.acquire([key, uniqueKey('other')])).rejects.toBeInstanceOf(InvalidLockKeyError);
+        expect(await server.command('GET', fenceKey)).toBe(foreign);
+        expect(Number(await server.command('PTTL', fenceKey))).toBeGreaterThan(50_000);
+        expect(await server.command('EXISTS', `lock:{${key}}`)).toBe(0);
+      },
+    );
+
     it("the lock's key replaced by a LIST while held: extend() is a LockLostError, the signal aborts, the LIST stays", async () => {
       const { locks } = await apps.start({ redis: server.url, autoExtend: false });
       const key = uniqueKey('replaced');

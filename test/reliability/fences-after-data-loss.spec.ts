@@ -7,7 +7,7 @@ import { type RedisProcess, startRedis } from '../support/redis-server';
 /**
  * Fences rise across a loss of the lock's data: a Redis restarted without persistence (the test servers keep
  * nothing on disk) forgets the fence counters, and a grant's fence is still above every earlier one, because it
- * is at least the server's clock in µs. The resource lives on a second Redis that keeps its data.
+ * is at least the clock (in µs) of the host that asks for it. The resource lives on a second Redis that keeps its data.
  */
 describe('Fences across a Redis restart without persistence', () => {
   let lockServer: RedisProcess;

@@ -3,6 +3,7 @@
 import type { AcquireOutcome, AcquireRequest, LockKeyNames } from '../lock-store.interface';
 import type { NodeAcquireReply } from '../redis/node-replies';
 import type { RedisLockNode } from '../redis/redis-lock-node';
+import { fenceFloor } from '../shared/fence-floor';
 import { isPermit } from '../shared/lock-shapes';
 import type { ReleaseHub } from '../shared/release-hub';
 import { type StoreTiming, leaseTtl } from '../shared/timing';
@@ -84,8 +85,8 @@ export class RedlockAttempts {
     const quorum = redlock.quorumFor(shape);
     const startedAt = performance.now();
     // One floor for the whole round (see fenceFloor): nodes whose counters agree give the same fence, and no
-    // write-back is needed. A permit's fences differ by node anyway (strides, see PERMIT_ACQUIRE_SCRIPT).
-    const sent = isPermit(shape) ? request : { ...request, fenceFloor: fenceFloor() };
+    // write-back is needed (a permit's fences differ by node anyway: strides, see PERMIT_ACQUIRE_SCRIPT).
+    const sent = { ...request, fenceFloor: fenceFloor() };
     const round = redlock.round((node) => node.acquire(sent, timeout));
     const verdict = await round.decide((answers) => this.acquireVerdict(answers, quorum));
     const answers = round.answersSoFar();
@@ -304,13 +305,4 @@ function recordPermitFence(
 /** Whether a node's answer says it recorded the writer's intent (refused, queued ahead of new readers). */
 function recordedIntent(answer: NodeAnswer<NodeAcquireReply>): boolean {
   return answer.ok && !answer.value.acquired && answer.value.queued === true;
-}
-
-/**
- * A Redlock round's fence floor: this host's wall clock in µs (ms resolution). Sent to every node of the round
- * instead of each node reading its own clock, so that a quorum whose counters agree gives one fence; the clock
- * assumption is then about the hosts that run the library (docs/design.md, "Fences across data loss").
- */
-function fenceFloor(): number {
-  return Date.now() * 1000;
 }

@@ -7,8 +7,8 @@ import { PERMIT_HELPERS } from './permit-helpers.lua';
 /**
  * KEYS: lock key (the holders' set), fence key, permits record, writer-intent key, awaited mark.
  * ARGV: holder value, ttl (ms), record (`semaphore:<limit>` or `read`), limit (0: no limit, readers), '1' when
- * the caller may attempt again ('0': its last attempt, nothing is marked), and on a Redlock node of N its
- * stride: step N and residue (the node's place in the list).
+ * the caller may attempt again ('0': its last attempt, nothing is marked), the fence floor in µs (see
+ * ACQUIRE_SCRIPT), and on a Redlock node of N its stride: step N and residue (the node's place in the list).
  * Returns {1, fence, vacant, reach} granted (vacant 1: room for another holder now; reach: the fence counter
  * after the grant, see below); {0, retryAfter} busy (the set is full: ms until its earliest holder expires; a
  * reader behind a writer or a waiting writer: ms until that lease or intent ends); {-3, found} the key is
@@ -65,7 +65,7 @@ if limit > 0 and count >= limit and not redis.call('ZSCORE', set, value) then
   local first = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
   return {0, math.max(1, tonumber(first[2]) - now)}
 end
-local fence, reach = next_fence(fenceKey, now_us(), tonumber(ARGV[6]) or 1, tonumber(ARGV[7]) or 0)
+local fence, reach = next_fence(fenceKey, tonumber(ARGV[6]), tonumber(ARGV[7]) or 1, tonumber(ARGV[8]) or 0)
 if not fence then
   settle(set, record, now)
   return {-2}

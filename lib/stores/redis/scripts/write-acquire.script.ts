@@ -18,7 +18,7 @@ import { PERMIT_HELPERS } from './permit-helpers.lua';
 /**
  * KEYS: lock key, fence key, permits record, writer-intent key, awaited mark. ARGV: token, ttl (ms), '0' when the
  * caller makes no further attempt (nothing is then recorded: see AcquireRequest.final), and '1' to have readers
- * that refuse it named (a Redlock node), then a Redlock round's fence floor (see ACQUIRE_SCRIPT).
+ * that refuse it named (a Redlock node), then the fence floor (see ACQUIRE_SCRIPT).
  * As ACQUIRE_SCRIPT for one key, where a set of readers may hold the key: expired readers are dropped
  * first (a key left with none is taken). Returns {1, fence} granted; {0, retryAfter, holder, queued} busy
  * (readers: ms until the last one's lease ends; a writer: its PTTL and value; queued 1 when this token's
@@ -73,7 +73,7 @@ if not redis.call('SET', lock, token, 'NX', 'PX', ttl) then
     return {0, pttl, holder, intend()}
   end
 end
-local fence = next_fence(fenceKey, tonumber(ARGV[5]) or now_us(), 1, 0)
+local fence = next_fence(fenceKey, tonumber(ARGV[5]), 1, 0)
 if not fence then
   redis.call('DEL', lock)
   return {-2}
