@@ -40,7 +40,7 @@ for i = 1, n do
     end
   end
 end
-local floor = tonumber(ARGV[3])
+local floor = ARGV[3]
 if n == 1 then
   local fence = next_fence(KEYS[2], floor, 1, 0)
   if not fence then

@@ -17,7 +17,7 @@ import { NEXT_FENCE } from './next-fence.lua';
 export const HANDOVER_SCRIPT = `${NEXT_FENCE}
 if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return {0} end
 redis.call('SET', KEYS[1], ARGV[2], 'XX', 'PX', ARGV[3])
-local fence = next_fence(KEYS[2], tonumber(ARGV[5]), 1, 0)
+local fence = next_fence(KEYS[2], ARGV[5], 1, 0)
 if not fence then
   redis.call('DEL', KEYS[1])
   redis.call('PUBLISH', ARGV[4], ARGV[1])

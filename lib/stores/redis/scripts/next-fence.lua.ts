@@ -10,7 +10,7 @@ const LARGEST_COUNTER = '9007199254740991';
  * `next_fence(key, floor, step, residue)`: the fence of a grant at the fence counter `key`, and how far the
  * counter goes (`reach`, which is the fence unless `step` > 1), or nil when the key holds something that is not
  * a counter of this library (left as found). `floor` is the clock of the host asking for the grant, in µs
- * (see fenceFloor): the fence is above both the counter and `floor - 1`, so it is strictly above every fence
+ * (see fenceFloor), as the script's argument (a string of digits): the fence is above both the counter and `floor - 1`, so it is strictly above every fence
  * this key was granted before, even when the counter is gone (a restart without persistence, a failover to a
  * replica that had not received the last grants, a Redlock node restarted empty), as long as the clock that
  * gives `floor` reads later than the clocks that gave those (see docs/design.md, "Fences across data loss").
@@ -22,11 +22,13 @@ const LARGEST_COUNTER = '9007199254740991';
  * next block and reads the counter in one command, and the floor moves once a millisecond: most grants of a
  * busy key need nothing more, and a grant's script runs on every acquisition, where each command it calls
  * costs Redis about as much as the rest of its Lua. The counter is set once more only when the floor (or an
- * unaligned counter) asks for another block. INCR refuses what is not an integer (writing nothing); an integer
+ * unaligned counter) asks for another block: to the floor's own digits, as a rule (a key granted less than once a
+ * millisecond takes the floor every time). INCR refuses what is not an integer (writing nothing); an integer
  * out of range, negative or beyond LARGEST_COUNTER, is put back. Numbers are written with string.format('%d'):
  * Lua's tostring would give "1.795e+15".
  */
-export const NEXT_FENCE = `local function next_fence(key, floor, step, residue)
+export const NEXT_FENCE = `local function next_fence(key, floor_digits, step, residue)
+  local floor = tonumber(floor_digits)
   local counted = step == 1 and redis.pcall('INCR', key) or redis.pcall('INCRBY', key, step)
   if type(counted) ~= 'number' then return nil end
   local last = counted - step
@@ -36,7 +38,13 @@ export const NEXT_FENCE = `local function next_fence(key, floor, step, residue)
   end
   local block = math.floor(math.max(last, floor - 1) / step) + 1
   local reach = block * step + step - 1
-  if reach ~= counted then redis.call('SET', key, string.format('%d', reach)) end
+  if reach == counted then
+    -- INCR took the block already.
+  elseif reach == floor then
+    redis.call('SET', key, floor_digits)
+  else
+    redis.call('SET', key, string.format('%d', reach))
+  end
   return block * step + residue, reach
 end
 `;

@@ -65,7 +65,7 @@ if limit > 0 and count >= limit and not redis.call('ZSCORE', set, value) then
   local first = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
   return {0, math.max(1, tonumber(first[2]) - now)}
 end
-local fence, reach = next_fence(fenceKey, tonumber(ARGV[6]), tonumber(ARGV[7]) or 1, tonumber(ARGV[8]) or 0)
+local fence, reach = next_fence(fenceKey, ARGV[6], tonumber(ARGV[7]) or 1, tonumber(ARGV[8]) or 0)
 if not fence then
   settle(set, record, now)
   return {-2}

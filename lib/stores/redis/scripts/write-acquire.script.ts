@@ -73,7 +73,7 @@ if not redis.call('SET', lock, token, 'NX', 'PX', ttl) then
     return {0, pttl, holder, intend()}
   end
 end
-local fence = next_fence(fenceKey, tonumber(ARGV[5]), 1, 0)
+local fence = next_fence(fenceKey, ARGV[5], 1, 0)
 if not fence then
   redis.call('DEL', lock)
   return {-2}
