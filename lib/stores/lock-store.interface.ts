@@ -30,8 +30,9 @@ export interface AcquireRequest {
    */
   readonly final?: boolean;
   /**
-   * The least fence this grant may take, in µs: the same on every node of a Redlock round (see
-   * RedlockAttempts.attempt); absent, the node reads this host's clock when it sends the script (fenceFloor).
+   * The least fence this grant may take, in µs, the same on every node of a Redlock round (the caller's clock,
+   * see RedlockAttempts.attempt); absent, the Redis server reads its own clock when the script runs (see
+   * NEXT_FENCE).
    */
   readonly fenceFloor?: number;
 }

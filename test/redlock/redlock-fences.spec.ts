@@ -235,4 +235,23 @@ describe('Redlock permit and reader fences (3 real Redis nodes)', () => {
       raise.mockRestore();
     }
   });
+
+  it('permits too: nodes whose counters agree take one block, and a permit is granted with no write-back', async () => {
+    const raise = vi.spyOn(RedisLockNode.prototype, 'raiseFences');
+    try {
+      const { locks } = await apps.start({ nodes: nodes.option });
+      const key = uniqueKey('agreed-permits');
+      const fences: number[] = [];
+      for (let grant = 0; grant < 20; grant++) {
+        const permit = await locks.acquire(key, { limit: 2 });
+        fences.push(permit.fence);
+        await permit.release();
+        await (await locks.acquire(uniqueKey('fresh-permits'), { limit: 2 })).release();
+      }
+      expect(fences.filter((fence, i) => i > 0 && fence <= fences[i - 1])).toEqual([]);
+      expect(raise).not.toHaveBeenCalled();
+    } finally {
+      raise.mockRestore();
+    }
+  });
 });

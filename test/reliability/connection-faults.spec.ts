@@ -131,7 +131,7 @@ describe('connection faults (one Redis)', () => {
     const again = await retryWhile(LockUnavailableError, () => locks.acquire(key, { wait: 0 }), BOUND_MS);
     const other = await locks.acquire(uniqueKey('after-restart'), { wait: 0 });
     // Redis without persistence forgot the fence counter; the fence is still above the one before, since a
-    // grant's fence is at least the granting host's clock in µs.
+    // grant's fence is at least the server's clock in µs.
     console.log(
       `Redis restart: held lock's signal aborted ${abortMs.toFixed(0)} ms after the restart began (ttl ${TTL_MS * 2}); fence before ${held.fence}, after ${again.fence}`,
     );

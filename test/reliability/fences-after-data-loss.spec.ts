@@ -3,11 +3,12 @@ import { FencedWriteRejectedError, FencedWriter, type Lock, LockUnavailableError
 import { eventually } from '../support/eventually';
 import { createLockApp, trackLockApps, uniqueKey } from '../support/lock-app';
 import { type RedisProcess, startRedis } from '../support/redis-server';
+import { TcpProxy } from './support/tcp-proxy';
 
 /**
  * Fences rise across a loss of the lock's data: a Redis restarted without persistence (the test servers keep
  * nothing on disk) forgets the fence counters, and a grant's fence is still above every earlier one, because it
- * is at least the clock (in µs) of the host that asks for it. The resource lives on a second Redis that keeps its data.
+ * is at least the server's clock in µs. The resource lives on a second Redis that keeps its data.
  */
 describe('Fences across a Redis restart without persistence', () => {
   let lockServer: RedisProcess;
@@ -60,6 +61,31 @@ describe('Fences across a Redis restart without persistence', () => {
     );
     expect(await data.get(resource)).toBe(`written by grant ${after.length} after the restart`);
     await accepted?.release();
+  });
+
+  it('a grant asked before the restart and run after it (resent on reconnect) is above the grants made meanwhile', async () => {
+    // The floor is read when the script runs: one read when the call was made would be older than the grant
+    // made meanwhile by another process, and the restart took the counter that ordered them.
+    const proxy = await TcpProxy.start(lockServer.port);
+    try {
+      const late = await apps.start({ redis: proxy.url, ttl: 10_000, autoExtend: false });
+      const direct = await apps.start({ redis: lockServer.url, ttl: 10_000, autoExtend: false });
+      await Promise.all([late.locks.isLocked(uniqueKey('ready')), direct.locks.isLocked(uniqueKey('ready'))]);
+      const key = uniqueKey('resent');
+      proxy.dropRequests = true;
+      const asked = late.locks.tryAcquire(key);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const meanwhile = await direct.locks.acquire(key, { wait: 0 });
+      await lockServer.restart();
+      proxy.dropRequests = false;
+      // The path comes back: the client reconnects and resends its unanswered script.
+      proxy.resetAll();
+      const granted = await asked;
+      expect(granted).not.toBeNull();
+      expect(granted!.fence).toBeGreaterThan(meanwhile.fence);
+    } finally {
+      await proxy.stop();
+    }
   });
 });
 

@@ -120,7 +120,7 @@ describe('Redis store behind Sentinel: a lease through a failover', () => {
     expect(await deployment.master.command('GET', namer.names(key).lockKey)).toMatch(`${taken.token}|`);
     expect(taken.token).not.toBe(held.token);
     // The promoted replica never saw the first grant's fence either, and the second one's is still above it: a
-    // grant's fence is at least the granting host's clock in µs, not only its (lagging) counter + 1.
+    // grant's fence is at least the server's clock in µs, not only its (lagging) counter + 1.
     expect({ held: held.fence, taken: taken.fence, above: taken.fence > held.fence }).toEqual({
       held: held.fence,
       taken: taken.fence,

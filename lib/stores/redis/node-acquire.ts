@@ -6,7 +6,6 @@ import type { MinReplicas } from '../../options/lock-options.interface';
 import type { LockScript, RedisArgument } from '../clients';
 import type { AcquireRequest, LockKeyNames, LockShape } from '../lock-store.interface';
 import type { PlainAttempt, TokenOrder } from '../redlock/token-order';
-import { fenceFloor } from '../shared/fence-floor';
 import { isPermit, recordOf } from '../shared/lock-shapes';
 import { leaseTtl } from '../shared/timing';
 import type { NodeConnection } from './node-connection';
@@ -122,9 +121,11 @@ export class NodeAcquire {
     for (const key of keys) names.push(key.lockKey);
     for (const key of keys) names.push(key.fenceKey);
     for (const key of keys) names.push(key.awaitedKey);
-    // A last attempt leaves no awaited mark (see ACQUIRE_SCRIPT); the others send three arguments.
-    const floor = request.fenceFloor ?? fenceFloor();
-    const args: RedisArgument[] = request.final ? [token, ttl, floor, 0] : [token, ttl, floor];
+    // A last attempt leaves no awaited mark (see ACQUIRE_SCRIPT); the others send two arguments, and a Redlock
+    // round's fence floor comes fourth.
+    const floor = request.fenceFloor;
+    const args: RedisArgument[] =
+      floor !== undefined ? [token, ttl, request.final ? 0 : 1, floor] : request.final ? [token, ttl, 0] : [token, ttl];
     if (!order || !attempt) {
       return this.granting(ACQUIRE, names, args, keys, token, timeoutMs).then((reply) =>
         this.acquired(reply as AcquireScriptReply, request, ttl, timeoutMs),
@@ -174,8 +175,8 @@ export class NodeAcquire {
     const names = [key.lockKey, key.fenceKey, key.permitsKey, key.writerKey, key.awaitedKey];
     // final: the caller attempts no more, so no intent is recorded (see AcquireRequest.final); a Redlock node
     // asks for the readers that refuse it by name.
-    const floor = request.fenceFloor ?? fenceFloor();
-    const args = [request.token, ttl, request.final ? 0 : 1, this.settings.order ? 1 : 0, floor];
+    const args = [request.token, ttl, request.final ? 0 : 1, this.settings.order ? 1 : 0];
+    if (request.fenceFloor !== undefined) args.push(request.fenceFloor);
     const reply = (await this.granting(
       WRITE_ACQUIRE,
       names,
@@ -205,10 +206,10 @@ export class NodeAcquire {
     const { order, minReplicas, permitFenceStride: stride } = this.settings;
     const attempt = order && minReplicas ? order.attempt('direct') : undefined;
     const mayWait = request.final ? 0 : 1;
-    const floor = request.fenceFloor ?? fenceFloor();
+    // A Redlock node's round sends its floor ('': none, the server's clock).
     const args = stride
-      ? [token, ttl, recordOf(shape), limit, mayWait, floor, stride.step, stride.residue]
-      : [token, ttl, recordOf(shape), limit, mayWait, floor];
+      ? [token, ttl, recordOf(shape), limit, mayWait, request.fenceFloor ?? '', stride.step, stride.residue]
+      : [token, ttl, recordOf(shape), limit, mayWait];
     const sent = this.granting(PERMIT_ACQUIRE, names, args, [key], token, timeoutMs, shape, attempt);
     const reply = (await (order && attempt
       ? order.whileUnanswered(token, attempt, sent, (answer) => answer)

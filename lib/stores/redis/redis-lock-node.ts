@@ -5,7 +5,6 @@ import type { MinReplicas, RedisConnection, RedlockNode } from '../../options/lo
 import { type LockClient, createLockClient } from '../clients';
 import type { AcquireRequest, LockKeyNames, LockShape } from '../lock-store.interface';
 import type { TokenOrder } from '../redlock/token-order';
-import { fenceFloor } from '../shared/fence-floor';
 import { isPermit } from '../shared/lock-shapes';
 import { leaseTtl } from '../shared/timing';
 import { withTimeout } from '../../util/with-timeout';
@@ -164,13 +163,9 @@ export class RedisLockNode {
     timeoutMs: number,
   ): Promise<NodeHandoverReply> {
     return handoverReply(
-      (await this.connection.run(
-        HANDOVER,
-        [key.lockKey, key.fenceKey],
-        [token, to, ttl, key.channel, fenceFloor()],
-        timeoutMs,
-        [key],
-      )) as unknown[],
+      (await this.connection.run(HANDOVER, [key.lockKey, key.fenceKey], [token, to, ttl, key.channel], timeoutMs, [
+        key,
+      ])) as unknown[],
     );
   }
 

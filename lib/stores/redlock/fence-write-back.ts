@@ -63,11 +63,11 @@ function reaches(grant: NodeGrant, target: readonly number[]): boolean {
  * before the raise reached it, and the intersection argument needs a node it could only take afterwards.
  * This needs no clock while nodes keep their counters. When k lost its counter (restarted empty, or failed over
  * to a replica that had not received the raise), k's value is still at least the floor of L's round (L's caller's clock
- * in µs for a mutex or writer, k's own for a permit: NEXT_FENCE), above F when that clock is not behind the ones that
- * gave F by more than the time between the two grants: the clock assumption of docs/design.md, "Fences across data
- * loss". A mutex's or writer's round sends every node the same floor (RedlockAttempts.attempt), so nodes whose counters
- * agree give one value and the write-back runs only after they diverged (a node that missed grants, or restarted);
- * permits (strides) are written back as a rule.
+ * in µs: NEXT_FENCE), above F when that clock is not behind the ones that gave F by more than the time between the two
+ * grants: the clock assumption of docs/design.md, "Fences across data loss". A round sends every node the same floor
+ * (RedlockAttempts.attempt), so nodes whose counters agree give one value (for permits, the same block: each node's
+ * value in it differs by stride, and every counter reaches its end) and the write-back runs only after they diverged
+ * (a node that missed grants, or restarted).
  *
  * A permit or reader (several holders, each with its fence in the record beside the set) also has F recorded
  * as its own fence on the nodes raised. The other nodes that granted it recorded what their own counter gave

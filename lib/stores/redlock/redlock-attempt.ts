@@ -3,7 +3,6 @@
 import type { AcquireOutcome, AcquireRequest, LockKeyNames } from '../lock-store.interface';
 import type { NodeAcquireReply } from '../redis/node-replies';
 import type { RedisLockNode } from '../redis/redis-lock-node';
-import { fenceFloor } from '../shared/fence-floor';
 import { isPermit } from '../shared/lock-shapes';
 import type { ReleaseHub } from '../shared/release-hub';
 import { type StoreTiming, leaseTtl } from '../shared/timing';
@@ -84,8 +83,8 @@ export class RedlockAttempts {
     const { keys, token, shape } = request;
     const quorum = redlock.quorumFor(shape);
     const startedAt = performance.now();
-    // One floor for the whole round (see fenceFloor): nodes whose counters agree give the same fence, and no
-    // write-back is needed (a permit's fences differ by node anyway: strides, see PERMIT_ACQUIRE_SCRIPT).
+    // One floor for the whole round (see fenceFloor): nodes whose counters agree give the same fence (a permit's
+    // nodes, the same block), and no write-back is needed.
     const sent = { ...request, fenceFloor: fenceFloor() };
     const round = redlock.round((node) => node.acquire(sent, timeout));
     const verdict = await round.decide((answers) => this.acquireVerdict(answers, quorum));
@@ -108,8 +107,8 @@ export class RedlockAttempts {
         }
       }
       // When a quorum of the granting nodes already gave (or, for permits, reached) the highest fences, nothing is
-      // written back and no round waited for: the rule for a mutex or writer (one floor per round), the exception
-      // for permits (each node's own clock and stride).
+      // written back and no round waited for: the rule, nodes whose counters agree taking one floor per round to
+      // the same value (for permits, the same block).
       let fences: number[] | undefined;
       // Taken back after all, the grant is announced as a release: it held a quorum, so waiters refused for it
       // sleep until a release of it (or its lease's end) and this caller, throwing, will never release it.
@@ -305,4 +304,14 @@ function recordPermitFence(
 /** Whether a node's answer says it recorded the writer's intent (refused, queued ahead of new readers). */
 function recordedIntent(answer: NodeAnswer<NodeAcquireReply>): boolean {
   return answer.ok && !answer.value.acquired && answer.value.queued === true;
+}
+
+/**
+ * A Redlock round's fence floor: this host's wall clock in µs (ms resolution). Sent to every node of the round
+ * instead of each node reading its own clock, so that a quorum whose counters agree gives one fence (permits
+ * too: their nodes' blocks then agree); the clock assumption is then about the hosts that run the library
+ * (docs/design.md, "Fences across data loss").
+ */
+function fenceFloor(): number {
+  return Date.now() * 1000;
 }

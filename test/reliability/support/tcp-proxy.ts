@@ -7,6 +7,8 @@ import net from 'node:net';
 export class TcpProxy {
   /** While true, replies from Redis are dropped (requests still go through). */
   swallowReplies = false;
+  /** While true, requests to Redis are dropped: a path that has broken, whose client has not noticed yet. */
+  dropRequests = false;
   private readonly server: net.Server;
   private readonly pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
 
@@ -45,7 +47,9 @@ export class TcpProxy {
     const upstream = net.connect({ host: '127.0.0.1', port: this.targetPort });
     const pair = { client, upstream };
     this.pairs.add(pair);
-    client.on('data', (chunk) => upstream.write(chunk));
+    client.on('data', (chunk) => {
+      if (!this.dropRequests) upstream.write(chunk);
+    });
     upstream.on('data', (chunk) => {
       if (!this.swallowReplies) client.write(chunk);
     });

@@ -4,12 +4,13 @@ import { MARK_AWAITED } from './mark-awaited.lua';
 import { NEXT_FENCE } from './next-fence.lua';
 
 /**
- * KEYS: lock keys 1..n, then fence keys 1..n, then awaited marks 1..n. ARGV: token, ttl (ms), the fence floor
- * in µs (AcquireRequest.fenceFloor), and '0' when the caller makes no further attempt (tryAcquire, `wait: 0`,
- * its wait's last attempt), absent otherwise.
+ * KEYS: lock keys 1..n, then fence keys 1..n, then awaited marks 1..n. ARGV: token, ttl (ms), and '0' when
+ * the caller makes no further attempt (tryAcquire, `wait: 0`, its wait's last attempt), as the read-write and
+ * permit scripts take it; absent otherwise, so the hot path sends two arguments. A Redlock node also gets the
+ * round's fence floor in µs (AcquireRequest.fenceFloor) as the fourth, taken instead of the server's clock.
  * Sets every lock key NX PX (all or none: keys set before a busy one are deleted again in the same script;
  * a key already holding this token counts as set, see below), then takes each key's next fence (NEXT_FENCE:
- * above its counter, which never expires, and at least the floor). A refusal by a lease marks
+ * above its counter, which never expires, and at least the floor: the server's clock, or the round's). A refusal by a lease marks
  * the key awaited, so that its release is announced; not for a caller that will not wait (the job instances
  * that skip a scheduled tick, as a rule).
  * Returns the fence granted, for one key (the hot path: an integer reply, no table to build nor to parse);
@@ -35,12 +36,12 @@ for i = 1, n do
         if pttl == -1 then return {-1, i} end
         holder = ''
       end
-      if ARGV[4] ~= '0' then mark_awaited(KEYS[2 * n + i], pttl) end
+      if ARGV[3] ~= '0' then mark_awaited(KEYS[2 * n + i], pttl) end
       return {0, pttl, holder}
     end
   end
 end
-local floor = ARGV[3]
+local floor = ARGV[4]
 if n == 1 then
   local fence = next_fence(KEYS[2], floor, 1, 0)
   if not fence then

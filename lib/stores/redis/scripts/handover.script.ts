@@ -3,7 +3,7 @@ import { lockScript } from '../../clients/lock-script';
 import { NEXT_FENCE } from './next-fence.lua';
 
 /**
- * KEYS: lock key, fence key. ARGV: releasing token, receiving token, ttl (ms), release channel, fence floor (µs).
+ * KEYS: lock key, fence key. ARGV: releasing token, receiving token, ttl (ms), release channel.
  * A release that hands a single-key mutex straight to a waiter of the same process (see ReleaseHub.claim):
  * while the key still holds the releasing token, it is given to the receiving token (SET XX PX) and the
  * next fence is taken (NEXT_FENCE), as ACQUIRE_SCRIPT would have done for the waiter, in the same step.
@@ -17,7 +17,7 @@ import { NEXT_FENCE } from './next-fence.lua';
 export const HANDOVER_SCRIPT = `${NEXT_FENCE}
 if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return {0} end
 redis.call('SET', KEYS[1], ARGV[2], 'XX', 'PX', ARGV[3])
-local fence = next_fence(KEYS[2], ARGV[5], 1, 0)
+local fence = next_fence(KEYS[2], nil, 1, 0)
 if not fence then
   redis.call('DEL', KEYS[1])
   redis.call('PUBLISH', ARGV[4], ARGV[1])

@@ -18,7 +18,7 @@ import { PERMIT_HELPERS } from './permit-helpers.lua';
 /**
  * KEYS: lock key, fence key, permits record, writer-intent key, awaited mark. ARGV: token, ttl (ms), '0' when the
  * caller makes no further attempt (nothing is then recorded: see AcquireRequest.final), and '1' to have readers
- * that refuse it named (a Redlock node), then the fence floor (see ACQUIRE_SCRIPT).
+ * that refuse it named (a Redlock node), then a Redlock round's fence floor (see ACQUIRE_SCRIPT).
  * As ACQUIRE_SCRIPT for one key, where a set of readers may hold the key: expired readers are dropped
  * first (a key left with none is taken). Returns {1, fence} granted; {0, retryAfter, holder, queued} busy
  * (readers: ms until the last one's lease ends; a writer: its PTTL and value; queued 1 when this token's
