@@ -49,7 +49,7 @@ export function markdownReport(results: BenchResults, targets: readonly TargetOu
     '',
     ...memorySection(results),
     '',
-    '## Targets (issue 12)',
+    '## Targets',
     '',
     'Ratios to the best peer of each workload; for ours, the worse of the owned and the borrowed ioredis clients counts.',
     '',

@@ -85,7 +85,7 @@ export function bestPeerBy(
 
 /**
  * The contestants the targets are judged on: this library over a module-owned and over borrowed ioredis
- * clients (of the library's own copy of ioredis, and of an application's ioredis 5 and 6). The node-redis row (issue 17) is reported beside them, not judged: the targets are issue 12's.
+ * clients (of the library's own copy of ioredis, and of an application's ioredis 5 and 6). The node-redis row is reported beside them, not judged: the targets are for the ioredis kinds.
  */
 export const TARGET_CONTESTANTS: readonly string[] = [
   'library',

@@ -100,7 +100,7 @@ export const WORKLOADS: readonly WorkloadSpec[] = [
     holdMs: 0,
     limit: 1,
     only: OURS,
-    onlyWhy: "ours only: issue 11's acquire-script count at 32 callers",
+    onlyWhy: 'ours only: the acquire-script count at 32 callers',
   },
   {
     id: 'hotkey-64',
