@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { type LockClient, createLockClient, lockScript } from '../../lib/stores/clients';
 import { CommandTimeoutError } from '../../lib/errors/command-timeout.error';
+import { ACQUIRE } from '../../lib/stores/redis/scripts';
 import { eventually } from '../support/eventually';
 import { startMasterWithReplica } from '../support/redis-sentinel';
 import { type RedisProcess, startRedis } from '../support/redis-server';
@@ -76,6 +77,24 @@ describe('script calls of one tick, batched (ioredis, a connection of the module
     expect(ran.set).toBe(100);
     expect(count.calls).toBe(100);
     expect(count.commands).toBe((ran.evalsha ?? 0) + (ran.eval ?? 0));
+  });
+
+  it("grants of one batch read the server's clock once: each fence at least that clock's millisecond", async () => {
+    const keys = Array.from({ length: 40 }, () => freshKey('grant'));
+    const before = await commandStats(server.url);
+    const floor = Date.now() * 1000;
+    const fences = (await Promise.all(
+      keys.map((key) => client.runScript(ACQUIRE, [key, `${key}:fence`, `${key}:awaited`], ['token', 10_000])),
+    )) as number[];
+    const ran = statsDelta(before, await commandStats(server.url));
+    expect(ran.incr).toBe(40);
+    // One TIME per command: the first call alone, then one per batch.
+    expect(ran.time).toBe((ran.evalsha ?? 0) + (ran.eval ?? 0));
+    expect(ran.time).toBeLessThan(40);
+    for (const fence of fences) {
+      expect(Number.isSafeInteger(fence)).toBe(true);
+      expect(fence).toBeGreaterThanOrEqual(floor);
+    }
   });
 
   it('calls of different scripts run in the order they were made: each GET sees the SET made just before it', async () => {

@@ -12,8 +12,8 @@ const RESTART_DELAY_MS = 1_500;
 /**
  * Redlock nodes restarted empty by the delayed-restart rule, one after the other: the write-back raises only
  * the quorum that granted, so a node outside it stays behind, and once the nodes that were ahead have lost
- * their counters a quorum of nodes that are behind or empty grants next. Each node's fence is at least its
- * clock in µs, so that grant's fence is still above every earlier one.
+ * their counters a quorum of nodes that are behind or empty grants next. Each node's fence is at least the
+ * round's floor (the caller's clock in µs), so that grant's fence is still above every earlier one.
  */
 describe('Redlock fences across nodes restarted empty (3 real Redis nodes)', () => {
   let nodes: RedlockNodes;

@@ -10,7 +10,8 @@ const namer = new LockKeyNamer('lock:');
 
 /**
  * A fence counter far ahead of the clock every grant's fence is at least (a Redlock round's floor, this host's
- * clock in µs; a permit's: the Redis server's, on this host too), as if other nodes' grants had pushed it there: about 11 days ahead, a multiple of 3.
+ * clock in µs; a node's own script without one: the Redis server's, on this host too), as if other nodes' grants
+ * had pushed it there: about 11 days ahead, a multiple of 3.
  */
 function farAhead(): number {
   return Math.floor((Date.now() * 1_000 + 1e12) / 3) * 3;
@@ -18,7 +19,8 @@ function farAhead(): number {
 
 /**
  * Each node keeps its own fence counter, so a grant made by another quorum than the last one would see
- * lower counters (a counter ahead of the clock: a grant's fence is at least the node's clock in µs). The store returns the maximum over the granting quorum and writes it back to a quorum of
+ * lower counters (a counter ahead of the clock: a grant's fence is at least the round's floor, a clock in µs).
+ * The store returns the maximum over the granting quorum and writes it back to a quorum of
  * holders first; these grants rotate the quorum over all five nodes by pausing a different pair each time.
  */
 describe('Redlock fences across moving quorums (5 real Redis nodes, SIGSTOP)', () => {

@@ -54,7 +54,7 @@ interface Intent {
  * increasing fences, release announcements for waiters), correct only among callers of this one process.
  * One fence counter serves every key: strictly greater than any earlier grant of the same key, without a
  * counter per key left behind in memory; and never below this host's clock in µs, so that the fences of a
- * process started again are above those of the one before (as a Redis server's clock does it for Redis: see
+ * process started again are above those of the one before (as the floor of every grant does it for Redis: see
  * NEXT_FENCE), for a resource fenced with both.
  */
 export class MemoryLockStore implements LockStore {

@@ -206,10 +206,10 @@ export class NodeAcquire {
     const { order, minReplicas, permitFenceStride: stride } = this.settings;
     const attempt = order && minReplicas ? order.attempt('direct') : undefined;
     const mayWait = request.final ? 0 : 1;
-    // A Redlock node's round sends its floor ('': none, the server's clock).
-    const args = stride
-      ? [token, ttl, recordOf(shape), limit, mayWait, request.fenceFloor ?? '', stride.step, stride.residue]
-      : [token, ttl, recordOf(shape), limit, mayWait];
+    // A Redlock round's floor ('': none, the server's clock), then a node's stride.
+    const args: RedisArgument[] = [token, ttl, recordOf(shape), limit, mayWait];
+    if (stride || request.fenceFloor !== undefined) args.push(request.fenceFloor ?? '');
+    if (stride) args.push(stride.step, stride.residue);
     const sent = this.granting(PERMIT_ACQUIRE, names, args, [key], token, timeoutMs, shape, attempt);
     const reply = (await (order && attempt
       ? order.whileUnanswered(token, attempt, sent, (answer) => answer)

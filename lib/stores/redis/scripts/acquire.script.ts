@@ -10,9 +10,9 @@ import { NEXT_FENCE } from './next-fence.lua';
  * round's fence floor in µs (AcquireRequest.fenceFloor) as the fourth, taken instead of the server's clock.
  * Sets every lock key NX PX (all or none: keys set before a busy one are deleted again in the same script;
  * a key already holding this token counts as set, see below), then takes each key's next fence (NEXT_FENCE:
- * above its counter, which never expires, and at least the floor: the server's clock, or the round's). A refusal by a lease marks
- * the key awaited, so that its release is announced; not for a caller that will not wait (the job instances
- * that skip a scheduled tick, as a rule).
+ * above its counter, which never expires, and at least the floor: the server's clock, or the round's). A
+ * refusal by a lease marks the key awaited, so that its release is announced; not for a caller that will not
+ * wait (the job instances that skip a scheduled tick, as a rule).
  * Returns the fence granted, for one key (the hot path: an integer reply, no table to build nor to parse);
  * {1, fence1..fencen} granted, for several; {0, pttl, holder token} busy; {-3, i, pttl} lock key i holds
  * permits (a semaphore's, or readers': see PERMIT_ACQUIRE_SCRIPT; the store then takes the writer's path or

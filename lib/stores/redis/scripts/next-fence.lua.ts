@@ -1,4 +1,5 @@
 // A Lua fragment of every granting script: the next fence of a key, above its counter and a clock.
+import { SERVER_CLOCK } from '../../clients/server-clock.lua';
 
 /**
  * The largest fence counter a script takes: 2^53 - 1 (Lua's numbers, doubles, count exactly up to 2^53), less
@@ -32,7 +33,8 @@ end
  * plain counter.
  *
  * The floor: `floor_digits` when given (a Redlock round's, the same on every node: see RedlockAttempts), else the
- * server's clock read now (TIME), at millisecond resolution (also for an empty `floor_digits`). On one Redis it must be read when the script runs,
+ * server's clock read now (SERVER_CLOCK's TIME: once per batch of calls), at millisecond resolution (also for an
+ * empty `floor_digits`). On one Redis it must be read when the script runs,
  * not when the call was made: a call queued offline, resent after a reconnect or held by a proxy can run after a
  * data loss with a floor older than grants made meanwhile. (A Redlock grant is returned only within its ttl, and a
  * node restarted empty stays down longer than that.) Millisecond resolution: a loss lasts longer than that, and
@@ -45,11 +47,7 @@ end
  * out of range, negative or beyond LARGEST_COUNTER, is put back. Numbers are written with string.format('%d'):
  * Lua's tostring would give "1.795e+15".
  */
-export const NEXT_FENCE = `local function clock_floor()
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000000 + math.floor(tonumber(time[2]) / 1000) * 1000
-end
-local function next_fence(key, floor_digits, step, residue)
+export const NEXT_FENCE = `${SERVER_CLOCK}local function next_fence(key, floor_digits, step, residue)
   local counted = step == 1 and redis.pcall('INCR', key) or redis.pcall('INCRBY', key, step)
   if type(counted) ~= 'number' then return nil end
   local last = counted - step

@@ -7,9 +7,9 @@ import { PERMIT_HELPERS } from './permit-helpers.lua';
 /**
  * KEYS: lock key (the holders' set), fence key, permits record, writer-intent key, awaited mark.
  * ARGV: holder value, ttl (ms), record (`semaphore:<limit>` or `read`), limit (0: no limit, readers), '1' when
- * the caller may attempt again ('0': its last attempt, nothing is marked), and on a Redlock node of N the
- * round's fence floor in µs (see ACQUIRE_SCRIPT) and its stride: step N and residue (the node's place in the
- * list).
+ * the caller may attempt again ('0': its last attempt, nothing is marked), and on a Redlock node the round's
+ * fence floor in µs (see ACQUIRE_SCRIPT), then, among N ≥ 2 nodes, its stride: step N and residue (the node's
+ * place in the list).
  * Returns {1, fence, vacant, reach} granted (vacant 1: room for another holder now; reach: the fence counter
  * after the grant, see below); {0, retryAfter} busy (the set is full: ms until its earliest holder expires; a
  * reader behind a writer or a waiting writer: ms until that lease or intent ends); {-3, found} the key is
