@@ -1,3 +1,4 @@
+// The LockModule class: what it imports, provides and exports, and its forRoot / forRootAsync entry points.
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { LockOptionsError } from './errors';

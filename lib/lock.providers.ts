@@ -1,3 +1,4 @@
+// The providers and exports of every LockModule, and the refusal of a bare LockModule import (without forRoot).
 import type { Provider } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
 import { LockOptionsError } from './errors';

@@ -1,3 +1,4 @@
+// Reads what @Locked recorded on a method, labelling its locks by their key template the first time.
 import { Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { LockedMetadata } from './locked-metadata';

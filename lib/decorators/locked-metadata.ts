@@ -1,3 +1,4 @@
+// What @Locked records on a method, parsed and checked once, when the decorator is applied.
 import { LockOptionsError } from '../errors';
 import { compileLockKey, type CompiledLockKey } from '../keys/key-template';
 import type { AcquireOptions, LockedOptions } from '../options/lock-options.interface';

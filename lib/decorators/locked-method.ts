@@ -1,3 +1,4 @@
+// The wrapper @Locked puts in place of a provider method, and its binding to the LockService of its application.
 import { LockOptionsError } from '../errors';
 import { LOCKED_WRAPPED } from '../lock.constants';
 import type { LockedMetadata } from './locked-metadata';

@@ -1,3 +1,4 @@
+// @Locked: runs a route handler or provider method holding a distributed lock on its key.
 import { SetMetadata, UseInterceptors } from '@nestjs/common';
 import { LockOptionsError } from '../errors';
 import type { LockedKey } from '../keys/key-template';

@@ -1,3 +1,4 @@
+// Tells route handlers (HTTP, RPC, WebSocket, GraphQL), which LockInterceptor locks, from other provider methods.
 import { PATH_METADATA } from '@nestjs/common/constants';
 
 /**

@@ -1,3 +1,4 @@
+// Warns once at bootstrap when LockModule.forRoot / forRootAsync is imported more than once in an application.
 import { Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { ModulesContainer } from '@nestjs/core';
 import type { Module } from '@nestjs/core/injector/module';

@@ -1,3 +1,4 @@
+// Finds and checks every @Locked method at startup, and runs provider-method calls under this application's locks.
 import { Inject, Injectable, Logger, type OnModuleInit } from '@nestjs/common';
 import { ApplicationConfig, DiscoveryService, MetadataScanner, ModulesContainer } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';

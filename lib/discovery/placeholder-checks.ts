@@ -1,3 +1,4 @@
+// Finds @Locked key placeholders that can never be filled, from what the method declares (route paths, parameters).
 import type { KeyPlaceholder } from '../keys/key-template';
 import { routeParamsOf } from './route-params';
 import type { HttpRoute } from './route-paths';

@@ -1,3 +1,4 @@
+// The paths Nest serves an HTTP route handler at, read from the metadata its router reads, joined as it joins them.
 import { RequestMethod, VERSION_NEUTRAL, VersioningType, type VersioningOptions } from '@nestjs/common';
 import { METHOD_METADATA, MODULE_PATH, PATH_METADATA, VERSION_METADATA } from '@nestjs/common/constants';
 

@@ -1,3 +1,4 @@
+// Which locks the current async context holds, for current() and reentrancy; shared by every LockService.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { HeldLock } from './lease/held-lock';
 import type { Lease } from './lease/lease';

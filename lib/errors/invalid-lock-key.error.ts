@@ -1,3 +1,4 @@
+// InvalidLockKeyError: a key, key array or template value that cannot name a lock, refused before any Redis command.
 import { LockError } from './lock.error';
 
 /** A key, a key array or a key template value that cannot name a lock. Raised before any Redis command. */

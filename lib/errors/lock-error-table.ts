@@ -1,3 +1,4 @@
+// The one table of how each lock error reaches a client: its code, HTTP status and reason, and its Nest exception.
 import {
   BadRequestException,
   ConflictException,

@@ -1,3 +1,4 @@
+// LockLostError: a lease ended while its holder still relied on it.
 import { formatKeys } from './format-keys';
 import { LockError } from './lock.error';
 

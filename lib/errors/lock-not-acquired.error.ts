@@ -1,3 +1,4 @@
+// LockNotAcquiredError, a busy key: still held by someone else when the `wait` budget ran out; and its message.
 import { formatKeys } from './format-keys';
 import { LockError } from './lock.error';
 

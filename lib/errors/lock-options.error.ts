@@ -1,3 +1,4 @@
+// LockOptionsError: an option given to LockModule or to one call is not valid; its message never shows a password.
 import { LockError } from './lock.error';
 import { redactedUrl } from './redacted-url';
 

@@ -1,3 +1,4 @@
+// LockUnavailableError: the store could not be reached, or too few Redlock nodes answered for a quorum.
 import { formatKeys } from './format-keys';
 import { LockError } from './lock.error';
 import { unavailableAdvice } from './unavailable-advice';

@@ -1,3 +1,4 @@
+// LockError, the base of every error this library throws: an HttpException shaped as a plain Error for developers.
 import { HttpException } from '@nestjs/common';
 import { markSafe, safeCause } from './safe-cause';
 import {

@@ -1,3 +1,4 @@
+// The error of a lease write fewer replicas acknowledged than minReplicas asks; internal to the Redis stores.
 import type { MinReplicas } from '../options/lock-options.interface';
 
 /**

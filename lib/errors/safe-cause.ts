@@ -1,3 +1,4 @@
+// What a lock error may carry of a client's error and message: copies and redacted text, never a credential.
 import { redactedUrl } from './redacted-url';
 
 /**

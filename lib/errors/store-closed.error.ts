@@ -1,3 +1,4 @@
+// The error of a command asked of a Redis store's node after close(); internal, reported as LockUnavailableError.
 import { STORE_CLOSED } from './unavailable-details';
 
 /**

@@ -1,3 +1,4 @@
+// What a LockUnavailableError tells its reader to check, chosen from what failed (credentials, ACL, reachability).
 import { MADE_UNAVAILABLE, SHUTTING_DOWN, STORE_CLOSED } from './unavailable-details';
 
 /**

@@ -1,3 +1,4 @@
+// Names the key where a resource's last accepted fencing token lives, in the resource's Redis Cluster slot.
 import { LockOptionsError } from '../errors';
 
 /** Appended to a resource's key to name where its last accepted fencing token is kept. */

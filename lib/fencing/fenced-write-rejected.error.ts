@@ -1,3 +1,4 @@
+// FencedWriteRejectedError: a fenced write refused, its token not newer than the last that wrote the resource.
 import { LockError } from '../errors/lock.error';
 
 /**

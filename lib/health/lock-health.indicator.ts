@@ -1,3 +1,4 @@
+// A Terminus health indicator of the lock store (each Redlock node's answer too), built without loading Terminus.
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { LOCK_STORE } from '../lock.constants';
 import type { NodeHealth, StoreHealthSource } from '../stores/store-health';

@@ -1,3 +1,4 @@
+// Probes a Redis store once at bootstrap and says in one line whether lock calls would work (or fails the bootstrap).
 import { Inject, Injectable, Logger, type OnApplicationBootstrap } from '@nestjs/common';
 import type { StoreHealthSource } from '../stores/store-health';
 import { LOCK_OPTIONS, LOCK_STORE } from '../lock.constants';

@@ -1,3 +1,4 @@
+// Notices an HTTP client that left while its @Locked request waited, and the 499 exception that request ends with.
 import { HttpException, type ExecutionContext } from '@nestjs/common';
 import { noop } from '../util/noop';
 

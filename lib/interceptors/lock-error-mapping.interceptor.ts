@@ -1,3 +1,4 @@
+// The global interceptor that gives a lock error thrown outside a @Locked route handler its client's answer and log.
 import {
   Inject,
   Injectable,

@@ -1,3 +1,4 @@
+// An opt-in exception filter giving lock errors the answer a @Locked route gives, for applications that register it.
 import { Catch, Injectable, Logger, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import { BaseExceptionFilter, HttpAdapterHost } from '@nestjs/core';
 import { throwError, type Observable } from 'rxjs';

@@ -1,3 +1,4 @@
+// Where a lock error becomes what a client receives, per transport (HTTP, RPC, WebSocket, GraphQL), and its log.
 import * as nestCommon from '@nestjs/common';
 import { HttpException, type ArgumentsHost, type ExecutionContext, type Logger } from '@nestjs/common';
 import {

@@ -1,3 +1,4 @@
+// Estimates when a busy key is likely free (Retry-After) from how long its recent @Locked holds lasted in this process.
 import { Injectable } from '@nestjs/common';
 import { LockNotAcquiredError } from '../errors';
 

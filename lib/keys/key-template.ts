@@ -1,3 +1,4 @@
+// @Locked key templates: parsed once when the decorator applies, rendered per call with injective value encoding.
 import { InvalidLockKeyError, LockOptionsError } from '../errors';
 import type { LockKeySource } from '../lock.interface';
 import { normalizeKeys } from './lock-key.validator';

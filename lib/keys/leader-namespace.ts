@@ -1,3 +1,4 @@
+// The lock keys of leaderships (`leader:<name>`), a namespace where a plain lock is refused.
 import { InvalidLockKeyError } from '../errors';
 
 /**

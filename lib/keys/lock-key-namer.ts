@@ -1,3 +1,4 @@
+// Derives a lock's Redis names from its key, all in one Redis Cluster slot (hash tag), one-to-one with the key.
 import type { LockKeyNames } from './lock-key-names';
 
 /**

@@ -1,3 +1,4 @@
+// Turns what a caller passed as a key into its list of lock names, or refuses it with InvalidLockKeyError.
 import { MAX_KEY_LENGTH } from '../lock.constants';
 import { InvalidLockKeyError } from '../errors';
 

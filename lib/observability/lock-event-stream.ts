@@ -1,3 +1,4 @@
+// The hot stream behind `LockService.events`: emits to its subscribers, says whether any listen, never errors.
 import { Observable, type Subscriber } from 'rxjs';
 import type { LockEvent } from './lock-event';
 

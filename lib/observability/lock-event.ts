@@ -1,3 +1,4 @@
+// The events `LockService.events` reports: grants, releases, losses, failed acquisitions, and leadership terms.
 import type { LeaderDeposedReason } from '../engine/leader/leader.interface';
 
 /**

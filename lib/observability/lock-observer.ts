@@ -1,3 +1,4 @@
+// What LockService tells about its locks, passed on to `events` subscribers and to OpenTelemetry when installed.
 import { Logger } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import { LockNotAcquiredError, LockUnavailableError } from '../errors';

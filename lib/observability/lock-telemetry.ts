@@ -1,3 +1,4 @@
+// The lock metrics and wait spans: their names and attributes, and their recording through the OpenTelemetry API.
 import type { OtelApi, OtelAttributes, OtelCounter, OtelHistogram, OtelSpan, OtelTracer } from './otel-api';
 import { safeMessage } from '../errors/safe-cause';
 

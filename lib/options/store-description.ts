@@ -1,3 +1,4 @@
+// Describes the store a module's options configure, for a log line, never with a password.
 import { redactedUrl } from '../errors/redacted-url';
 import type { ResolvedLockOptions } from './lock-options.interface';
 

@@ -1,3 +1,4 @@
+// Chooses the store from the validated options (Redlock, one Redis, or in-process) and warns of a weak choice.
 import { Logger } from '@nestjs/common';
 import type { ResolvedLockOptions } from '../options/lock-options.interface';
 import type { LockStore } from './lock-store.interface';

@@ -1,3 +1,4 @@
+// The LockStore seam: what the engine asks of where leases live (memory, one Redis, Redlock), and what it answers.
 import type { LockKeyNames } from '../keys/lock-key-names';
 import type { LockShape } from '../options/lock-shape';
 import type { StoreHealth } from './store-health';

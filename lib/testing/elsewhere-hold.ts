@@ -1,3 +1,4 @@
+// A lease held by another instance in the in-process store (LockTesting.holdElsewhere): its renewal and release.
 import { asyncDispose } from '../engine/lease/held-lock';
 import type { AcquireGrant, AcquireRequest, LockStore } from '../stores/lock-store.interface';
 import type { HeldElsewhere } from './lock-testing.interface';

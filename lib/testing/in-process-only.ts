@@ -1,3 +1,4 @@
+// The in-process store LockTesting drives, or the error that refuses a module configured with Redis.
 import { LockOptionsError } from '../errors';
 import type { ResolvedLockOptions } from '../options/lock-options.interface';
 import type { LockStore } from '../stores/lock-store.interface';

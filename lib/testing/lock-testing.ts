@@ -1,3 +1,4 @@
+// LockTesting: puts a test's in-process locks in the conditions Redis produces: held elsewhere, lost, unavailable.
 import { Inject, Injectable, type INestApplicationContext, type OnApplicationShutdown } from '@nestjs/common';
 import { InvalidLockKeyError, LockOptionsError } from '../errors';
 import { formatKeys } from '../errors/format-keys';

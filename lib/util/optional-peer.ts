@@ -1,3 +1,4 @@
+// Loads an optional peer dependency on first use: a package not installed turns its feature off, never an error.
 import { Logger } from '@nestjs/common';
 import { createRequire } from 'node:module';
 import path from 'node:path';

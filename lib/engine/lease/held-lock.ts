@@ -1,3 +1,4 @@
+// The Lock handle a caller gets, over its call's grant and any leases borrowed from its async context (reentrancy).
 import { LockLostError } from '../../errors/lock-lost.error';
 import { leaseLength } from '../../options/validators';
 import type { Lock } from '../../lock.interface';

@@ -1,3 +1,4 @@
+// One grant from the store and what keeps it: renewal, the local validity deadline, and the signal of its loss.
 import type { Logger } from '@nestjs/common';
 import { LockLostError, LockOptionsError } from '../../errors';
 import { MIN_TTL_MS } from '../../lock.constants';

@@ -1,3 +1,4 @@
+// Whether an async context may take a key it already holds again, as the same or another shape (reentrancy).
 import { LockOptionsError } from '../../errors';
 import { describeShape, MUTEX_WANTED, type LockShape } from '../../options/lock-shape';
 

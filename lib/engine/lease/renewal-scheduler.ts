@@ -1,3 +1,4 @@
+// One timer for every held lock's renewal and validity deadline: a min-heap of tasks on their due times.
 import { MAX_TIMER_DELAY_MS } from '../../util/timers';
 
 /** Something the scheduler calls back at a monotonic time. */
