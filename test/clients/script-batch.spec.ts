@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { type LockClient, createLockClient, lockScript } from '../../lib/stores/clients';
 import { CommandTimeoutError } from '../../lib/errors/command-timeout.error';
-import { ACQUIRE } from '../../lib/stores/redis/scripts';
+import { ACQUIRE, PERMIT_ACQUIRE } from '../../lib/stores/redis/scripts';
 import { eventually } from '../support/eventually';
 import { startMasterWithReplica } from '../support/redis-sentinel';
 import { type RedisProcess, startRedis } from '../support/redis-server';
@@ -95,6 +95,19 @@ describe('script calls of one tick, batched (ioredis, a connection of the module
       expect(Number.isSafeInteger(fence)).toBe(true);
       expect(fence).toBeGreaterThanOrEqual(floor);
     }
+  });
+
+  it("a permit's grant reads the server's clock once, for its holder's expiry and for its fence", async () => {
+    const key = freshKey('permit');
+    const before = await commandStats(server.url);
+    const reply = (await client.runScript(
+      PERMIT_ACQUIRE,
+      [key, `${key}:fence`, `${key}:permits`, `${key}:writer`, `${key}:awaited`],
+      ['holder|instance', 10_000, 'semaphore:2', 2, 1],
+    )) as number[];
+    const ran = statsDelta(before, await commandStats(server.url));
+    expect(reply[0]).toBe(1);
+    expect(ran.time).toBe(1);
   });
 
   it('calls of different scripts run in the order they were made: each GET sees the SET made just before it', async () => {

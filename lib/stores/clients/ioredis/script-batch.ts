@@ -2,7 +2,7 @@
 import { type LockScript, registeredLockScripts, sha1 } from '../lock-script';
 import type { RedisArgument } from '../lock-client';
 import type { DeadlineBucket, Expirable } from '../../../util/with-timeout';
-import { BATCH_SERVER_CLOCK, SERVER_CLOCK } from '../server-clock.lua';
+import { SERVER_CLOCK } from '../server-clock.lua';
 
 /**
  * One script that runs many script calls in order, in one EVALSHA: every script lockScript() made is a
@@ -15,11 +15,11 @@ import { BATCH_SERVER_CLOCK, SERVER_CLOCK } from '../server-clock.lua';
  * as nil: a nil would end the array there), or the error it raised.
  */
 function batchLua(scripts: readonly LockScript[]): string {
-  // A script's own clock_floor (SERVER_CLOCK) gives way to the batch's, which reads TIME once per batch.
+  // A script's own clock (SERVER_CLOCK) gives way to the batch's: TIME is read once per batch.
   const functions = scripts
     .map((script) => `[${script.batchIndex}] = function(KEYS, ARGV)\n${script.lua.replace(SERVER_CLOCK, '')}\nend`)
     .join(',\n');
-  return `${BATCH_SERVER_CLOCK}local scripts = {
+  return `${SERVER_CLOCK}local scripts = {
 ${functions}
 }
 local replies = {}

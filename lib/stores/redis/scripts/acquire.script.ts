@@ -1,5 +1,6 @@
 // A mutex's acquisition (a read-write lock's writer's too, until it meets readers), of one key or several at once.
 import { lockScript } from '../../clients/lock-script';
+import { SERVER_CLOCK } from '../../clients/server-clock.lua';
 import { MARK_AWAITED } from './mark-awaited.lua';
 import { NEXT_FENCE } from './next-fence.lua';
 
@@ -18,7 +19,7 @@ import { NEXT_FENCE } from './next-fence.lua';
  * permits (a semaphore's, or readers': see PERMIT_ACQUIRE_SCRIPT; the store then takes the writer's path or
  * refuses the mix); {-1, i} lock key i holds foreign data; {-2, i} fence key i holds foreign data.
  */
-export const ACQUIRE_SCRIPT = `${MARK_AWAITED}${NEXT_FENCE}
+export const ACQUIRE_SCRIPT = `${SERVER_CLOCK}${MARK_AWAITED}${NEXT_FENCE}
 local n = #KEYS / 3
 for i = 1, n do
   if not redis.call('SET', KEYS[i], ARGV[1], 'NX', 'PX', ARGV[2]) then

@@ -1,5 +1,6 @@
 // A release that hands a single-key mutex straight to a waiter of the same process.
 import { lockScript } from '../../clients/lock-script';
+import { SERVER_CLOCK } from '../../clients/server-clock.lua';
 import { NEXT_FENCE } from './next-fence.lua';
 
 /**
@@ -14,7 +15,7 @@ import { NEXT_FENCE } from './next-fence.lua';
  * {0} the releasing token no longer held the key (nothing changed); {-2} the fence key holds foreign data
  * (the key was released and announced, not handed over).
  */
-export const HANDOVER_SCRIPT = `${NEXT_FENCE}
+export const HANDOVER_SCRIPT = `${SERVER_CLOCK}${NEXT_FENCE}
 if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return {0} end
 redis.call('SET', KEYS[1], ARGV[2], 'XX', 'PX', ARGV[3])
 local fence = next_fence(KEYS[2], nil, 1, 0)

@@ -1,5 +1,4 @@
 // A Lua fragment of every granting script: the next fence of a key, above its counter and a clock.
-import { SERVER_CLOCK } from '../../clients/server-clock.lua';
 
 /**
  * The largest fence counter a script takes: 2^53 - 1 (Lua's numbers, doubles, count exactly up to 2^53), less
@@ -33,7 +32,7 @@ end
  * plain counter.
  *
  * The floor: `floor_digits` when given (a Redlock round's, the same on every node: see RedlockAttempts), else the
- * server's clock read now (SERVER_CLOCK's TIME: once per batch of calls), at millisecond resolution (also for an
+ * server's clock read now (SERVER_CLOCK, which every script using NEXT_FENCE starts with), at millisecond resolution (also for an
  * empty `floor_digits`). On one Redis it must be read when the script runs,
  * not when the call was made: a call queued offline, resent after a reconnect or held by a proxy can run after a
  * data loss with a floor older than grants made meanwhile. (A Redlock grant is returned only within its ttl, and a
@@ -47,7 +46,7 @@ end
  * out of range, negative or beyond LARGEST_COUNTER, is put back. Numbers are written with string.format('%d'):
  * Lua's tostring would give "1.795e+15".
  */
-export const NEXT_FENCE = `${SERVER_CLOCK}local function next_fence(key, floor_digits, step, residue)
+export const NEXT_FENCE = `local function next_fence(key, floor_digits, step, residue)
   local counted = step == 1 and redis.pcall('INCR', key) or redis.pcall('INCRBY', key, step)
   if type(counted) ~= 'number' then return nil end
   local last = counted - step

@@ -1,5 +1,6 @@
 // A semaphore permit's or a reader's acquisition.
 import { lockScript } from '../../clients/lock-script';
+import { SERVER_CLOCK } from '../../clients/server-clock.lua';
 import { MARK_AWAITED } from './mark-awaited.lua';
 import { NEXT_FENCE } from './next-fence.lua';
 import { PERMIT_HELPERS } from './permit-helpers.lua';
@@ -29,7 +30,7 @@ import { PERMIT_HELPERS } from './permit-helpers.lua';
  * marks the key awaited, so that the writer's release is announced (see RELEASE_SCRIPT), unless it attempts no
  * more; a permit's release is always announced.
  */
-export const PERMIT_ACQUIRE_SCRIPT = `${PERMIT_HELPERS}${MARK_AWAITED}${NEXT_FENCE}
+export const PERMIT_ACQUIRE_SCRIPT = `${SERVER_CLOCK}${PERMIT_HELPERS}${MARK_AWAITED}${NEXT_FENCE}
 local set, fenceKey, record, writer = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local value, ttl, wanted, limit = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local kind = redis.call('TYPE', set).ok

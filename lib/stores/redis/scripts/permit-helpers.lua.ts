@@ -16,11 +16,11 @@
  * A plain lock (`SET NX`) meets a sorted set and fails, so a writer, or a mutex, never overlaps permits.
  */
 
-/** Shared Lua helpers: the server clock, purging expired holders, and the keys' expiry. */
+/** Shared Lua helpers: the server's milliseconds (after SERVER_CLOCK), purging expired holders, and the keys' expiry. */
 export const PERMIT_HELPERS = `
+-- The server's milliseconds: SERVER_CLOCK's reading (every script using these helpers starts with it).
 local function now_ms()
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  return clock_floor() / 1000
 end
 -- Drops the holders whose lease has expired (and their fences); returns how many holders are left.
 local function purge(set, record, now)

@@ -1,5 +1,6 @@
 // A permit's or reader's release, always announced.
 import { lockScript } from '../../clients/lock-script';
+import { SERVER_CLOCK } from '../../clients/server-clock.lua';
 import { PERMIT_HELPERS } from './permit-helpers.lua';
 
 /**
@@ -8,7 +9,7 @@ import { PERMIT_HELPERS } from './permit-helpers.lua';
  * expire in `hold` ms instead) and announces the release with the holder's value: one waiter per process
  * wakes for the freed permit. Returns 1 when released, 0 when it was no longer held.
  */
-export const PERMIT_RELEASE_SCRIPT = `${PERMIT_HELPERS}
+export const PERMIT_RELEASE_SCRIPT = `${SERVER_CLOCK}${PERMIT_HELPERS}
 if redis.call('TYPE', KEYS[1]).ok ~= 'zset' then return 0 end
 local now = now_ms()
 local score = redis.call('ZSCORE', KEYS[1], ARGV[1])

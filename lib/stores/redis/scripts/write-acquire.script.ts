@@ -1,5 +1,6 @@
 // A writer's acquisition on a key that readers may hold (the writer's side of a read-write lock).
 import { lockScript } from '../../clients/lock-script';
+import { SERVER_CLOCK } from '../../clients/server-clock.lua';
 import { MARK_AWAITED } from './mark-awaited.lua';
 import { NEXT_FENCE } from './next-fence.lua';
 import { PERMIT_HELPERS } from './permit-helpers.lua';
@@ -29,7 +30,7 @@ import { PERMIT_HELPERS } from './permit-helpers.lua';
  * A refusal by another writer's lease marks the key awaited (see RELEASE_SCRIPT), unless the caller attempts no
  * more; readers' releases are always announced.
  */
-export const WRITE_ACQUIRE_SCRIPT = `${PERMIT_HELPERS}${MARK_AWAITED}${NEXT_FENCE}
+export const WRITE_ACQUIRE_SCRIPT = `${SERVER_CLOCK}${PERMIT_HELPERS}${MARK_AWAITED}${NEXT_FENCE}
 local lock, fenceKey, record, writer = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local token, ttl = ARGV[1], ARGV[2]
 -- Records (or renews) this writer's intent unless another writer's is there: 1 when it is this one's.
