@@ -9,6 +9,10 @@ export class TcpProxy {
   swallowReplies = false;
   /** While true, requests to Redis are dropped: a path that has broken, whose client has not noticed yet. */
   dropRequests = false;
+  /** Requests whose text matches are dropped: one command left unanswered while the others go through. */
+  dropRequestsMatching: RegExp | undefined;
+  /** How many requests were dropped by dropRequestsMatching. */
+  droppedMatching = 0;
   private readonly server: net.Server;
   private readonly pairs = new Set<{ client: net.Socket; upstream: net.Socket }>();
 
@@ -48,7 +52,12 @@ export class TcpProxy {
     const pair = { client, upstream };
     this.pairs.add(pair);
     client.on('data', (chunk) => {
-      if (!this.dropRequests) upstream.write(chunk);
+      if (this.dropRequests) return;
+      if (this.dropRequestsMatching?.test(chunk.toString('latin1'))) {
+        this.droppedMatching += 1;
+        return;
+      }
+      upstream.write(chunk);
     });
     upstream.on('data', (chunk) => {
       if (!this.swallowReplies) client.write(chunk);

@@ -86,7 +86,9 @@ export function createIoredis(connection: string | RedisOptions): Redis {
  * fails never opens it), no auto-pipelining (writes are coalesced per tick instead), and a small retry
  * budget so a dead server does not pile commands up, plus MODULE_CONNECTION_OVERRIDES. A subscriber skips the
  * ready check: ioredis sends INFO for it, which a connection already in subscriber mode refuses, failing the
- * pending subscriptions. On a Cluster only the Cluster's own options are overridden (its per-node options,
+ * pending subscriptions. Nor does ioredis subscribe it again after a reconnect: the module does (ReleaseSubscriber),
+ * holding every reply, while the SUBSCRIBE ioredis sends by itself is a promise nobody holds, which a close before
+ * its answer rejects unhandled. On a Cluster only the Cluster's own options are overridden (its per-node options,
  * TLS and auth among them, would be replaced whole); its commands are prefixed by the Cluster's keyPrefix only.
  */
 export function duplicateIoredis(
@@ -106,7 +108,7 @@ export function duplicateIoredis(
     maxRetriesPerRequest: 2,
     disconnectTimeout: DISCONNECT_TIMEOUT_MS,
     ...MODULE_CONNECTION_OVERRIDES,
-    ...(subscriber ? { enableReadyCheck: false } : {}),
+    ...(subscriber ? { enableReadyCheck: false, autoResubscribe: false } : {}),
   });
 }
 
