@@ -277,11 +277,11 @@ export class Acquisition {
           continue;
         }
         // A release seen meanwhile may have come after this attempt reached the nodes: attempt again at once,
-        // unless it was of no grant that held the key when the nodes refused the attempt (see refusedBy). Every
-        // waiter of the process whose attempt was in flight sees the same release: were they all to attempt
-        // again, none would ever sleep, and a hot key would keep them attempting in step, 8 or so attempts
-        // (and their undos) for each grant, while the other processes' waiters lose every race.
-        if (watch.releasedSince(seenBefore, outcome.refusedBy)) continue;
+        // unless it can have freed nothing for this attempt or is another waiter's to attempt for (see
+        // releasedSince). Every waiter of the process whose attempt was in flight sees the same release: were they
+        // all to attempt again, none would ever sleep, and a busy key would keep them attempting in step, all but
+        // one refused, for each grant, while the other processes' waiters lose every race.
+        if (watch.releasedSince(seenBefore, outcome)) continue;
         // 0 is a lease ending within the millisecond (PTTL rounds down), not an unknown end: woken at its
         // expiry, a waiter could otherwise read 0 and sleep a whole ttl while the key is free.
         let fallback = outcome.retryAfter >= 0 ? Math.max(1, outcome.retryAfter) : settings.ttl;

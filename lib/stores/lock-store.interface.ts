@@ -180,17 +180,21 @@ export interface ReleaseWatch {
    * after. Reading it also marks a wake-up this waiter received as used, and the announcements heard so far
    * (repeats included) as the ones releasedSince compares with: read it once per attempt. A waiter that sleeps
    * before it ever read `seen` (queued behind this process's sleepers without an attempt) has read no lease
-   * end: it sleeps "blind", and the sleepers ahead of it pass it the turn (see close).
+   * end: it sleeps "blind", and the sleepers ahead of it pass it the turn or their lease end (see close).
    */
   readonly seen: number;
   /**
-   * Whether a release seen since `seen` read `mark` may have freed the keys for an attempt refused by the
-   * grants `refusedBy` (see AcquireOutcome): only a release of one of them can, or one without a token, or
-   * one the watch no longer remembers. Without `refusedBy`, any release. Also true when a refusing grant's
-   * release, counted before the attempt, was announced again since by another node (Redlock: that node
-   * had not applied it when the attempt reached it). Unlike `seen`, marks nothing.
+   * Whether a release seen since `seen` read `mark` may have freed the keys for the attempt `refusal` answers,
+   * so that the waiter attempts again at once instead of sleeping:
+   * - refused by the grants `refusedBy` (see AcquireOutcome): only a release of one of them, or one without a
+   *   token, or one the watch no longer remembers; or a refusing grant's release counted before the attempt and
+   *   announced again since by another node (Redlock: that node had not applied it when the attempt reached it);
+   * - a queued writer: any release (the waiter a release woke may be a reader its mark refuses);
+   * - otherwise, a release that woke no sleeper (or a wake-up passed on to nobody), which this waiter then takes,
+   *   so another waiter refused meanwhile does not: each release goes to one waiter, and one that woke a sleeper
+   *   is that sleeper's to attempt for.
    */
-  releasedSince(mark: number, refusedBy: readonly string[] | undefined): boolean;
+  releasedSince(mark: number, refusal: WatchRefusal): boolean;
   /** Resolves once a release announced from now on is certain to be seen. */
   ready(): Promise<void>;
   /**
@@ -212,11 +216,15 @@ export interface ReleaseWatch {
   ): Promise<AcquireGrant | undefined>;
   /**
    * Stops watching. A wake-up this waiter received but did not use passes to the next waiter, and so does
-   * its turn when it leaves without the lock, when it got in and left room for more, or when the next waiter
-   * sleeps blind (see `seen`) and this one's grant does not hold the key alone (see WatchLeaving).
+   * its turn when it leaves without the lock or got in and left room for more. When the next waiter sleeps
+   * blind (see `seen`) and this one's grant does not hold the key alone (see WatchLeaving), it is handed the
+   * lease end this waiter watched, or, when this one watched none, woken to read one.
    */
   close(leaving?: WatchLeaving): void;
 }
+
+/** What ReleaseWatch.releasedSince needs of a refused attempt's outcome. */
+export type WatchRefusal = Pick<Extract<AcquireOutcome, { acquired: false }>, 'refusedBy' | 'queued'>;
 
 /** How a waiter leaves its ReleaseWatch (ReleaseWatch.close); nothing given: granted, alone. */
 export interface WatchLeaving {
@@ -227,7 +235,8 @@ export interface WatchLeaving {
   /**
    * Got in holding the key alone (a mutex or a writer; default true): its own release, made in this process,
    * wakes the sleeper behind it, so a blind sleeper there sleeps on. A permit or a reader does not: the key's
-   * other holders may expire, unannounced, while it holds the last permit.
+   * other holders may expire, unannounced, while it holds the last permit, so it hands a blind sleeper its lease
+   * end to watch.
    */
   readonly alone?: boolean;
 }

@@ -16,7 +16,8 @@ const IN_BY_MS = 5_000;
 /**
  * A permit freed by its holder's expiry is announced to nobody: a waiter wakes for it only by its own timer
  * at the lease end it read. A waiter queued behind another of its process without an attempt has read none,
- * so whoever leaves the queue ahead of it passes it the turn, and it reads one.
+ * so whoever gets in ahead of it hands it the lease end it watched (and one that leaves without a permit
+ * passes it the turn).
  */
 describeEachStore(
   'semaphore permits freed by expiry (%s store)',

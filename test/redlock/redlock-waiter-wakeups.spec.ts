@@ -43,12 +43,12 @@ describe('Redlock waiter wake-ups over 5 real nodes', () => {
       expect(refused.acquired).toBe(false);
       const refusedBy = refused.acquired ? undefined : refused.refusedBy;
       expect(refusedBy).toEqual([holder]);
-      expect(watch.releasedSince(mark, refusedBy)).toBe(false);
+      expect(watch.releasedSince(mark, { refusedBy })).toBe(false);
       expect(await holderSide.release([lock], holder)).toBe(true);
       // Counted once the first node's message arrives; then the refusing grant's release, and no other's.
       await eventually(async () => watch.seen > mark, 2_000, 'the release counted by the waiting store');
-      expect(watch.releasedSince(mark, refusedBy)).toBe(true);
-      expect(watch.releasedSince(mark, ['another-grant'])).toBe(false);
+      expect(watch.releasedSince(mark, { refusedBy })).toBe(true);
+      expect(watch.releasedSince(mark, { refusedBy: ['another-grant'] })).toBe(false);
     } finally {
       watch.close();
       await holderSide.close();

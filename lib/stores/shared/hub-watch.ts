@@ -1,5 +1,5 @@
 // One waiter's watch of its keys on the release hub: when a release wakes it, or a hand-over makes it the holder.
-import type { AcquireGrant, HandoverOffer, ReleaseWatch, WatchLeaving } from '../lock-store.interface';
+import type { AcquireGrant, HandoverOffer, ReleaseWatch, WatchLeaving, WatchRefusal } from '../lock-store.interface';
 import { type ChannelState, type HandoverClaim, type Sleeper, recentRelease } from './release-channel';
 import type { ReleaseHub } from './release-hub';
 
@@ -17,6 +17,11 @@ export class HubWatch implements ReleaseWatch {
   private attempted = false;
   /** The last sleep was blind: the next one takes the place this waiter had, at the head (see next). */
   private wasBlind = false;
+  /**
+   * When this waiter's timer was to wake it to read a lease end again (performance.now()'s clock): set by a sleep
+   * after an attempt, or handed over by a waiter ahead that got in (see close).
+   */
+  private leaseEndAt: number | undefined;
 
   constructor(
     private readonly hub: ReleaseHub,
@@ -33,11 +38,12 @@ export class HubWatch implements ReleaseWatch {
     return total;
   }
 
-  releasedSince(mark: number, refusedBy: readonly string[] | undefined): boolean {
+  releasedSince(mark: number, { refusedBy, queued }: WatchRefusal): boolean {
     let total = 0;
     for (const state of this.states) total += state.releases;
-    if (!refusedBy || this.states.length !== 1) return total !== mark;
+    if (this.states.length !== 1) return total !== mark;
     const state = this.states[0];
+    if (!refusedBy) return queued === true ? total !== mark : this.takeUnclaimed(state, mark);
     let named = 0;
     for (let i = state.recent.length - 1; i >= 0 && state.recent[i].counted > mark; i--) {
       if (refusedBy.includes(state.recent[i].token)) return true;
@@ -48,6 +54,19 @@ export class HubWatch implements ReleaseWatch {
     // A refusing grant whose release was counted before the attempt, announced again since by another node
     // (a repeat, not counted): that node had not applied the release when the attempt reached it, and has now.
     return refusedBy.some((token) => (recentRelease(state, token)?.heard ?? 0) > this.heardMark);
+  }
+
+  /**
+   * Takes one of the releases counted since `mark` that woke no sleeper (see ChannelState.unclaimed): true
+   * when there was one. Each release goes to one waiter: the sleeper it woke, or else one of the waiters
+   * refused while it was counted. Were every refused waiter to attempt again for it, they would attempt in
+   * step, all but one refused, for every grant of a busy key.
+   */
+  private takeUnclaimed(state: ChannelState, mark: number): boolean {
+    const index = state.unclaimed.findIndex((counted) => counted > mark);
+    if (index < 0) return false;
+    state.unclaimed.splice(index, 1);
+    return true;
   }
 
   async ready(): Promise<void> {
@@ -68,6 +87,8 @@ export class HubWatch implements ReleaseWatch {
     const ahead = first || this.wasBlind;
     this.wasBlind = blind;
     return new Promise<AcquireGrant | undefined>((resolve, reject) => {
+      let firesAt = performance.now() + Math.max(0, timeoutMs);
+      if (!blind) this.leaseEndAt = firesAt;
       const sleeper: Sleeper = {
         span: this.states.length,
         first,
@@ -76,6 +97,14 @@ export class HubWatch implements ReleaseWatch {
         wake: () => {
           this.unusedWake = true;
           finish();
+        },
+        watchLeaseEnd: (at) => {
+          sleeper.blind = false;
+          this.leaseEndAt = at;
+          if (at >= firesAt) return;
+          firesAt = at;
+          clearTimeout(timer);
+          timer = setTimeout(() => finish(), Math.max(0, at - performance.now()));
         },
         claim:
           offer &&
@@ -98,7 +127,7 @@ export class HubWatch implements ReleaseWatch {
           }),
       };
       const onAbort = (): void => finish(signal?.reason);
-      const timer = setTimeout(() => finish(), Math.max(0, timeoutMs));
+      let timer = setTimeout(() => finish(), Math.max(0, timeoutMs));
       const disarm = (): void => {
         clearTimeout(timer);
         signal?.removeEventListener('abort', onAbort);
@@ -142,13 +171,21 @@ export class HubWatch implements ReleaseWatch {
     this.closed = true;
     // A waiter that leaves without the lock (its wait ran out, it was cancelled, it failed) passes its turn
     // on, and so does one that got in and left room for more (readers after a writer, several permits freed
-    // at once). One that got in a permit or as a reader passes it to a blind sleeper (see Sleeper.blind): no
-    // timer of its own wakes that one at a lease's end, and the lease ends the leaver was woken for are now
-    // behind it (the key's other holders may expire, unannounced, while it holds the last permit). Woken, it
-    // attempts and reads a lease end of its own. One that holds the key alone wakes it by its own release.
+    // at once). One that got in a permit or as a reader hands the lease end it watched to a blind sleeper
+    // (see Sleeper.blind) at the head: the key's other holders may expire, unannounced, while it holds its
+    // permit, and no timer but the one it hands over would wake the sleepers then. Handed over, not woken: a
+    // waiter woken now would only read the lease end again, one refused attempt for every grant of a busy
+    // key. One that watched no lease end (it never read one, nor was handed one) wakes the blind sleeper to
+    // read one: a sleeper ahead that watched one may have left, cancelled, with nothing to hand over. One
+    // that holds the key alone wakes a blind sleeper by its own release.
     const passOn = this.unusedWake || !acquired || roomLeft;
     for (const state of this.states) {
-      if (passOn || (!alone && state.sleepers[0]?.blind)) this.hub.wakeNext(state);
+      const head = state.sleepers[0];
+      if (passOn) this.hub.wakeNext(state);
+      else if (!alone && head?.blind) {
+        if (this.leaseEndAt !== undefined) head.watchLeaseEnd(this.leaseEndAt);
+        else this.hub.wakeNext(state);
+      }
     }
     this.states.forEach((state, index) => this.hub.closeChannel(this.channels[index], state));
   }

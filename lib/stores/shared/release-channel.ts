@@ -28,11 +28,13 @@ export interface Sleeper {
   /** Woken before the others: a writer queued behind readers (new readers wait behind it anyway). */
   readonly first: boolean;
   /**
-   * Asleep without having read a lease end (a newcomer queued behind this process's sleepers without an
-   * attempt): its timer is its wait, not a lease's end, so it counts on the sleepers ahead of it, and whoever
-   * of them leaves the queue passes it the turn (see HubWatch.close).
+   * Asleep without a lease end to wake at (a newcomer queued behind this process's sleepers without an
+   * attempt): its timer is its wait, so it counts on the sleepers ahead of it, and whoever of them gets in
+   * hands it the lease end it was watching (see HubWatch.close).
    */
-  readonly blind: boolean;
+  blind: boolean;
+  /** Takes over a lease end to watch (a time on performance.now()'s clock): woken then at the latest. */
+  watchLeaseEnd(at: number): void;
   /**
    * Grants whose release was already counted but which refused this waiter's last attempt (see
    * HubWatch.next): nodes still applying that release. Another node's announcement of it, a repeat that is
@@ -63,6 +65,12 @@ export interface ChannelState {
    * hand-over and its own PUBLISH.
    */
   readonly recent: RecentRelease[];
+  /**
+   * The wake-ups lately that reached no sleeper (nobody slept: the waiters' attempts were in flight), a release's
+   * or one passed on, as the values `releases` had then, oldest first: each is for one of the waiters refused
+   * meanwhile to attempt again for (see HubWatch.releasedSince). A release that woke a sleeper is that sleeper's.
+   */
+  readonly unclaimed: number[];
   watchers: number;
   /** Waiters asleep on this channel, in arrival order: a release wakes the first one only. */
   readonly sleepers: Sleeper[];

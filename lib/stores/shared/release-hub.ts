@@ -140,13 +140,17 @@ export class ReleaseHub {
   /**
    * @internal Wakes the longest-waiting sleeper of the channel; a waiter for several keys may still be
    * blocked by another key, so waking goes on until a single-key waiter (or nobody) is woken: a multi-key
-   * waiter never swallows the wake-up of a waiter that only needs this key.
+   * waiter never swallows the wake-up of a waiter that only needs this key. A wake-up (a release's, or one
+   * passed on) that reaches no single-key waiter is kept as unclaimed, for a waiter refused meanwhile to take
+   * (see ChannelState.unclaimed).
    */
   wakeNext(state: ChannelState): void {
     for (let sleeper = state.sleepers.shift(); sleeper; sleeper = state.sleepers.shift()) {
       sleeper.wake();
       if (sleeper.span === 1) return;
     }
+    state.unclaimed.push(state.releases);
+    if (state.unclaimed.length > RECENT_TOKENS) state.unclaimed.shift();
   }
 
   watch(keys: readonly LockKeyNames[]): ReleaseWatch {
@@ -208,6 +212,7 @@ export class ReleaseHub {
         releases: 0,
         heard: 0,
         recent: [],
+        unclaimed: [],
         watchers: 0,
         sleepers: [],
         subscribed: undefined,
