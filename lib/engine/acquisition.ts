@@ -281,7 +281,8 @@ export class Acquisition {
         // releasedSince). Every waiter of the process whose attempt was in flight sees the same release: were they
         // all to attempt again, none would ever sleep, and a busy key would keep them attempting in step, all but
         // one refused, for each grant, while the other processes' waiters lose every race.
-        if (watch.releasedSince(seenBefore, outcome)) continue;
+        // `queued`, not the answer's own flag: a queued writer refused by another writer's lease stays queued.
+        if (watch.releasedSince(seenBefore, { refusedBy: outcome.refusedBy, queued })) continue;
         // 0 is a lease ending within the millisecond (PTTL rounds down), not an unknown end: woken at its
         // expiry, a waiter could otherwise read 0 and sleep a whole ttl while the key is free.
         let fallback = outcome.retryAfter >= 0 ? Math.max(1, outcome.retryAfter) : settings.ttl;

@@ -1,3 +1,6 @@
+import { LockKeyNamer } from '../../lib/keys';
+import type { AcquireOutcome, AcquireRequest } from '../../lib/stores/lock-store.interface';
+import { eventually } from '../support/eventually';
 import { connected, trackLockApps, uniqueKey } from '../support/lock-app';
 import { describeEachStore, type StoreUnderTest, storesUnderTest } from '../support/store-matrix';
 import { waiterAsleep } from '../support/waiters';
@@ -41,6 +44,52 @@ describeEachStore(
       await lock.release();
       await (await reader).release();
       expect(after, `the writer got in ${Math.round(after)} ms after the last reader let go`).toBeLessThan(
+        IN_WITHIN_MS,
+      );
+    });
+
+    it('a queued writer refused by another writer, whose release wakes a reader the mark turns away, gets in at once', async () => {
+      const locks = await connected((await apps.start(store.options())).locks);
+      const key = uniqueKey('writer-behind-writer');
+      const names = new LockKeyNamer('lock:').names(key);
+      const read = { kind: 'read' } as const;
+      const lockStore = locks.store;
+      const acquire = lockStore.acquire.bind(lockStore);
+      const release = lockStore.release.bind(lockStore);
+      expect((await acquire({ keys: [names], token: 'reader', ttl: 60_000, shape: read })).acquired).toBe(true);
+      const writer = locks.acquire(key, { ttl: WRITER_TTL_MS, wait: 20_000 });
+      await waiterAsleep(locks, key);
+      const reader = locks.acquire(key, { mode: 'read', ttl: WRITER_TTL_MS, wait: 20_000 });
+      reader.catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 100)); // the reader asleep behind the writer's mark
+      // The writer's next answer is held back: its attempt is still "in flight" while the other writer lets go.
+      let heldBack: AcquireOutcome | undefined;
+      let letThrough!: () => void;
+      const gate = new Promise<void>((resolve) => (letThrough = resolve));
+      lockStore.acquire = async (request: AcquireRequest): Promise<AcquireOutcome> => {
+        const outcome = await acquire(request);
+        if (heldBack !== undefined) return outcome;
+        heldBack = outcome;
+        await gate;
+        return outcome;
+      };
+      // The reader lets go (wakes the writer), and another writer takes the key before the writer's attempt.
+      const released = release([names], 'reader', 0, read);
+      const other = acquire({ keys: [names], token: 'other-writer', ttl: 60_000 });
+      await released;
+      expect((await other).acquired).toBe(true);
+      await eventually(async () => heldBack !== undefined, 5_000, 'the writer refused by the other writer');
+      expect(heldBack?.acquired).toBe(false);
+      const freedAt = performance.now();
+      await release([names], 'other-writer', 0); // wakes the reader asleep, whom the writer's mark refuses
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      letThrough();
+      const lock = await writer;
+      const after = performance.now() - freedAt;
+      lockStore.acquire = acquire;
+      await lock.release();
+      await (await reader).release();
+      expect(after, `the writer got in ${Math.round(after)} ms after the other writer let go`).toBeLessThan(
         IN_WITHIN_MS,
       );
     });
