@@ -32,8 +32,8 @@ end
  * plain counter.
  *
  * The floor: `floor_digits` when given (a Redlock round's, the same on every node: see RedlockAttempts), else the
- * server's clock read now (SERVER_CLOCK, which every script using NEXT_FENCE starts with), at millisecond resolution (also for an
- * empty `floor_digits`). On one Redis it must be read when the script runs,
+ * server's clock read now (SERVER_CLOCK, which every script using NEXT_FENCE starts with), at millisecond
+ * resolution (also for an empty `floor_digits`). On one Redis it must be read when the script runs,
  * not when the call was made: a call queued offline, resent after a reconnect or held by a proxy can run after a
  * data loss with a floor older than grants made meanwhile. (A Redlock grant is returned only within its ttl, and a
  * node restarted empty stays down longer than that.) Millisecond resolution: a loss lasts longer than that, and

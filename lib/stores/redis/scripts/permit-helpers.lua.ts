@@ -16,7 +16,10 @@
  * A plain lock (`SET NX`) meets a sorted set and fails, so a writer, or a mutex, never overlaps permits.
  */
 
-/** Shared Lua helpers: the server's milliseconds (after SERVER_CLOCK), purging expired holders, and the keys' expiry. */
+/**
+ * Shared Lua helpers: the server's milliseconds (after SERVER_CLOCK), purging expired holders, and the keys'
+ * expiry.
+ */
 export const PERMIT_HELPERS = `
 -- The server's milliseconds: SERVER_CLOCK's reading (every script using these helpers starts with it).
 local function now_ms()
