@@ -10,7 +10,10 @@ export interface ScriptInfo {
   readonly sha: string;
   /** Its inner commands, most frequent first, e.g. "set nx, incr, pttl" ("none seen" for a script that ran nothing). */
   readonly signature: string;
-  /** True when it runs `SET … NX` (takes a free key) or `SET … XX` (hands a held key over): it grants. */
+  /**
+   * True when it runs `SET … NX` (takes a free key), `SET … XX` (hands a held key over), or `ZADD` with `HSET` (adds
+   * a permit's holder and records it): it grants.
+   */
   readonly acquires: boolean;
   /** Contestants seen calling it. */
   readonly callers: readonly string[];
@@ -41,8 +44,8 @@ const SEMAPHORE_MS = 150;
 /**
  * Learns, once and unmeasured, which Lua scripts each contestant runs and what each does, by running a
  * little of every kind of workload under MONITOR: MONITOR shows every command a script runs right next to
- * the EVAL/EVALSHA that ran it (see monitor-recorder.ts). A script that runs `SET … NX` (or `SET … XX`, a hand-over) is an acquire
- * script; the measured runs then count acquire-script calls per acquisition from the client-side count of
+ * the EVAL/EVALSHA that ran it (see monitor-recorder.ts). A script that runs `SET … NX` (or `SET … XX`, a hand-over;
+ * or `ZADD` with `HSET`, a permit) is an acquire script; the measured runs then count acquire-script calls per acquisition from the client-side count of
  * EVALSHA/EVAL by SHA, which needs no MONITOR. Classifying by what a script does in Redis, not by its source
  * or name in lib/, keeps the count right while the engine's scripts change.
  *
@@ -103,7 +106,10 @@ export async function runScriptCensus(
       sha,
       signature: ordered.length > 0 ? ordered.join(', ') : 'none seen',
       // `set xx`: a release that hands the key straight to the next holder (a grant, too).
-      acquires: script.inner.has('set nx') || script.inner.has('set xx'),
+      acquires:
+        script.inner.has('set nx') ||
+        script.inner.has('set xx') ||
+        (script.inner.has('zadd') && script.inner.has('hset')),
       callers: [...script.callers],
     });
   }

@@ -342,7 +342,7 @@ function methodNotes(): string[] {
     "- Client commands: counted in this process as ioredis writes them to the server's socket (the ioredis installed, and the " +
       "application's copies of ioredis 5 and 6, each hooked), by name and, for EVAL/EVALSHA, by script SHA1. Every run checks the count against commandstats for the commands " +
       'a script cannot run; the census checks it against MONITOR for every command.',
-    '- Acquire scripts: client EVAL/EVALSHA calls of the scripts the census classified as acquire scripts (they run `SET … NX`, or `SET … XX` to hand a key over), ' +
+    '- Acquire scripts: client EVAL/EVALSHA calls of the scripts the census classified as acquire scripts (they run `SET … NX`, `SET … XX` to hand a key over, or `ZADD` with `HSET` to add a permit holder), ' +
       '÷ acquisitions. Classification by what a script does in Redis, not by its name or source in lib/, so the count stays right ' +
       "while the engine's scripts change.",
     "- While waiting (16 × 20 ms): client commands sent between 5 ms after a grant and 1 ms before that holder's release — a span " +
