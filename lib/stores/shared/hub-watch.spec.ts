@@ -101,27 +101,24 @@ describe('ReleaseWatch.releasedSince without refusing grants named: each release
 });
 
 describe('ReleaseWatch.releasedSince: wake-ups that reach nobody, and a queued writer', () => {
-  it(
-    'a wake-up passed on to nobody (a woken waiter got in with room left) ' + 'sends a waiter refused meanwhile back',
-    async () => {
-      const { hub } = hubWithLog();
-      const key = names('k');
-      const woken = hub.watch([key]);
-      const refused = hub.watch([key]);
-      void woken.seen;
-      const sleep = woken.next(10_000);
-      hub.announce(key.channel, 'holder-A'); // wakes it
-      await sleep;
-      const mark = refused.seen; // its attempt in flight, refused
-      void woken.seen;
-      hub.announce(key.channel, 'holder-B'); // nobody asleep: left unclaimed
-      woken.close({ roomLeft: true }); // got in with room left: its turn goes on, to nobody asleep
-      expect(refused.releasedSince(mark, {})).toBe(true);
-      expect(refused.releasedSince(mark, {})).toBe(true); // the wake-up passed on
-      expect(refused.releasedSince(mark, {})).toBe(false);
-      refused.close({ acquired: false });
-    },
-  );
+  it('a wake-up passed on to nobody (a waiter in with room left) sends a refused waiter back', async () => {
+    const { hub } = hubWithLog();
+    const key = names('k');
+    const woken = hub.watch([key]);
+    const refused = hub.watch([key]);
+    void woken.seen;
+    const sleep = woken.next(10_000);
+    hub.announce(key.channel, 'holder-A'); // wakes it
+    await sleep;
+    const mark = refused.seen; // its attempt in flight, refused
+    void woken.seen;
+    hub.announce(key.channel, 'holder-B'); // nobody asleep: left unclaimed
+    woken.close({ roomLeft: true }); // got in with room left: its turn goes on, to nobody asleep
+    expect(refused.releasedSince(mark, {})).toBe(true);
+    expect(refused.releasedSince(mark, {})).toBe(true); // the wake-up passed on
+    expect(refused.releasedSince(mark, {})).toBe(false);
+    refused.close({ acquired: false });
+  });
 
   it('a queued writer attempts again for any release counted meanwhile, even one that woke a sleeper', async () => {
     const { hub } = hubWithLog();
@@ -279,76 +276,70 @@ describe('A release counted before the attempt, that lagging nodes refused it fo
   });
 });
 
-describe(
-  'ReleaseWatch.close: a blind sleeper (no lease end read) ' + 'takes over the lease end of whoever gets in ahead',
-  () => {
-    it(
-      'a waiter that got in a permit hands its lease end to the blind sleeper behind it, which wakes then, ' +
-        'not at once, and sleeps again at the head; one that read a lease end of its own is left as it was',
-      async () => {
-        const { hub } = hubWithLog();
-        const key = names('k');
-        const head = hub.watch([key]);
-        const blind = hub.watch([key]);
-        const timed = hub.watch([key]);
-        void head.seen; // attempted, then sleeps until a lease end 1.5 s away
-        void timed.seen;
-        const headSleep = head.next(1_500);
-        let blindWokenAt: number | undefined;
-        const blindSleep = blind.next(10_000).then(() => (blindWokenAt = performance.now()));
-        let timedWoken = false;
-        void timed.next(10_000).then(() => (timedWoken = true));
-        const leaseEndAt = performance.now() + 1_500;
-        hub.announce(key.channel, 'holder-A');
-        await headSleep;
-        void head.seen; // its attempt
-        // Got in a permit: the blind sleeper is not woken to read a lease end, it is handed the head's.
-        head.close({ alone: false });
-        await new Promise((resolve) => setTimeout(resolve, 20));
-        expect(blindWokenAt).toBeUndefined();
-        await blindSleep;
-        expect(blindWokenAt).toBeGreaterThanOrEqual(leaseEndAt - 5);
-        expect(timedWoken).toBe(false);
-        // Its attempt refused, it sleeps again ahead of the sleeper that was behind it.
-        void blind.seen;
-        let again = false;
-        void blind.next(10_000).then(() => (again = true));
-        hub.announce(key.channel, 'holder-B');
-        await Promise.resolve();
-        await Promise.resolve();
-        expect([again, timedWoken]).toEqual([true, false]);
-        // Its attempt got in: the sleeper behind it read its own lease end, and is left asleep.
-        void blind.seen;
-        blind.close({ alone: false });
-        await Promise.resolve();
-        expect(timedWoken).toBe(false);
-        hub.clear();
-        timed.close();
-      },
-    );
+describe('ReleaseWatch.close: a blind sleeper takes over the lease end of whoever gets in ahead', () => {
+  it(
+    'a waiter that got in a permit hands its lease end to the blind sleeper behind it, which wakes then, ' +
+      'not at once, and sleeps again at the head; one that read a lease end of its own is left as it was',
+    async () => {
+      const { hub } = hubWithLog();
+      const key = names('k');
+      const head = hub.watch([key]);
+      const blind = hub.watch([key]);
+      const timed = hub.watch([key]);
+      void head.seen; // attempted, then sleeps until a lease end 1.5 s away
+      void timed.seen;
+      const headSleep = head.next(1_500);
+      let blindWokenAt: number | undefined;
+      const blindSleep = blind.next(10_000).then(() => (blindWokenAt = performance.now()));
+      let timedWoken = false;
+      void timed.next(10_000).then(() => (timedWoken = true));
+      const leaseEndAt = performance.now() + 1_500;
+      hub.announce(key.channel, 'holder-A');
+      await headSleep;
+      void head.seen; // its attempt
+      // Got in a permit: the blind sleeper is not woken to read a lease end, it is handed the head's.
+      head.close({ alone: false });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(blindWokenAt).toBeUndefined();
+      await blindSleep;
+      expect(blindWokenAt).toBeGreaterThanOrEqual(leaseEndAt - 5);
+      expect(timedWoken).toBe(false);
+      // Its attempt refused, it sleeps again ahead of the sleeper that was behind it.
+      void blind.seen;
+      let again = false;
+      void blind.next(10_000).then(() => (again = true));
+      hub.announce(key.channel, 'holder-B');
+      await Promise.resolve();
+      await Promise.resolve();
+      expect([again, timedWoken]).toEqual([true, false]);
+      // Its attempt got in: the sleeper behind it read its own lease end, and is left asleep.
+      void blind.seen;
+      blind.close({ alone: false });
+      await Promise.resolve();
+      expect(timedWoken).toBe(false);
+      hub.clear();
+      timed.close();
+    },
+  );
 
-    it(
-      'a blind waiter that got in a permit without ever watching a lease end ' + 'wakes the blind sleeper behind it',
-      async () => {
-        const { hub } = hubWithLog();
-        const key = names('k');
-        const first = hub.watch([key]);
-        const second = hub.watch([key]);
-        let secondWoken = false;
-        const firstSleep = first.next(10_000);
-        const secondSleep = second.next(10_000).then(() => (secondWoken = true));
-        hub.announce(key.channel, 'holder-A');
-        await firstSleep;
-        void first.seen;
-        // It has nothing to hand over, and the sleeper that watched a lease end for both may have left (cancelled).
-        first.close({ alone: false });
-        await secondSleep;
-        expect(secondWoken).toBe(true);
-        second.close();
-      },
-    );
-  },
-);
+  it('a blind waiter that got in a permit without watching a lease end wakes the blind sleeper behind it', async () => {
+    const { hub } = hubWithLog();
+    const key = names('k');
+    const first = hub.watch([key]);
+    const second = hub.watch([key]);
+    let secondWoken = false;
+    const firstSleep = first.next(10_000);
+    const secondSleep = second.next(10_000).then(() => (secondWoken = true));
+    hub.announce(key.channel, 'holder-A');
+    await firstSleep;
+    void first.seen;
+    // It has nothing to hand over, and the sleeper that watched a lease end for both may have left (cancelled).
+    first.close({ alone: false });
+    await secondSleep;
+    expect(secondWoken).toBe(true);
+    second.close();
+  });
+});
 
 describe('ReleaseWatch.close: a grant that holds the key alone leaves a blind sleeper to its release', () => {
   it(
